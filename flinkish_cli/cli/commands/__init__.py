@@ -1,0 +1,1 @@
+"""One module per ``flinkish`` action, mirroring Flink's ``bin/flink`` actions."""

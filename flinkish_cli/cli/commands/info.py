@@ -1,0 +1,72 @@
+"""``flinkish info <job.py>``: the plan of each of the job's streaming queries (Spark's explain)."""
+
+from __future__ import annotations
+
+import click
+
+from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.output import echo, print_json
+
+
+@click.command(
+    context_settings={"allow_interspersed_args": False}, short_help="Show a job's query plans."
+)
+@click.argument("job", metavar="<job.py>")
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[job arguments]")
+@click.option("-p", "--parallelism", type=click.IntRange(min=1), help="Parallelism of the job.")
+@common_options
+@output_option
+def info(
+    job: str,
+    job_args: tuple[str, ...],
+    parallelism: int | None,
+    dynamic: tuple[str, ...],
+    conf_dir: str | None,
+    verbose: bool,
+    output: str,
+) -> None:
+    """Print the plan of each streaming query of a job without running it."""
+    import logging
+    import os
+
+    from flinkish_cli.config import to_spark
+    from flinkish_cli.submission.plan import Entry
+    from flinkish_cli.submission.submit import RunRequest, check_java, check_program
+
+    flags = {"parallelism.default": str(parallelism)} if parallelism else {}
+    config = load_config(conf_dir, dynamic, flags)
+    script = check_program(RunRequest(script=job))
+    check_java()
+    translation = to_spark(config)
+    master = translation.master if translation.master.startswith("local") else "local[*]"
+    conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
+    os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    from flinkish_cli.runtime.planner import plan_queries
+
+    entry = Entry(kind="file", target=str(script), args=list(job_args))
+    plans = _quietly(lambda: plan_queries(entry, conf, master))
+    if output == "json":
+        print_json({"job": str(script), "queries": [p.__dict__ for p in plans]})
+        return
+    if not plans:
+        echo("The job starts no streaming query.")
+    for plan in plans:
+        echo(f"== Query '{plan.name}' ==")
+        echo(plan.plan)
+        echo()
+
+
+def _quietly(action):  # type: ignore[no-untyped-def]
+    """Run ``action`` with the JVM's console output silenced (it goes to /dev/null)."""
+    import os
+
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        return action()
+    finally:
+        os.dup2(saved, 2)
+        os.close(devnull)
+        os.close(saved)

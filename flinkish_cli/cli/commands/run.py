@@ -1,0 +1,290 @@
+"""``flinkish run``: submit a PySpark job, as ``flink run -py`` does, attached or detached."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+import click
+
+from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.output import echo, print_json
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    """Flink's list flags are comma-separated and may be repeated."""
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": False, "allow_interspersed_args": False},
+    short_help="Submit a PySpark job.",
+)
+@click.argument("job", required=False, metavar="<job.py>")
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[job arguments]")
+@click.option(
+    "-py",
+    "--python",
+    "python_file",
+    metavar="<pythonFile>",
+    help="Python script with the job's entry point (same as <job.py>).",
+)
+@click.option(
+    "-pym",
+    "--pyModule",
+    "py_module",
+    metavar="<pythonModule>",
+    help="Python module with the job's entry point; needs -pyfs.",
+)
+@click.option(
+    "-pyfs",
+    "--pyFiles",
+    "py_files",
+    multiple=True,
+    metavar="<pythonFiles>",
+    help="Files, directories or zips shipped to the executors (comma-separated).",
+)
+@click.option(
+    "-pyarch",
+    "--pyArchives",
+    "py_archives",
+    multiple=True,
+    metavar="<arg>",
+    help="Archives extracted on the executors; 'archive.zip#dir' names the directory.",
+)
+@click.option(
+    "-pyexec",
+    "--pyExecutable",
+    "py_executable",
+    metavar="<arg>",
+    help="Python interpreter of the executors (python.executable).",
+)
+@click.option(
+    "-pyclientexec",
+    "--pyClientExecutable",
+    "py_client_executable",
+    metavar="<arg>",
+    help="Python interpreter of the driver (python.client.executable).",
+)
+@click.option(
+    "-pyreq",
+    "--pyRequirements",
+    "py_requirements",
+    metavar="<arg>",
+    help="requirements.txt installed and shipped to the executors "
+    "('requirements.txt#cache_dir' installs offline).",
+)
+@click.option(
+    "-p",
+    "--parallelism",
+    type=click.IntRange(min=1),
+    metavar="<parallelism>",
+    help="Parallelism of the job (parallelism.default).",
+)
+@click.option("-d", "--detached", is_flag=True, help="Return once the job runs.")
+@click.option(
+    "-t",
+    "--target",
+    metavar="<arg>",
+    help="local, remote, yarn-session, yarn-application, kubernetes-session or "
+    "kubernetes-application (execution.target).",
+)
+@click.option(
+    "-e", "--executor", "executor", metavar="<arg>", hidden=True, help="Deprecated: use -t."
+)
+@click.option(
+    "-m",
+    "--jobmanager",
+    metavar="<arg>",
+    help="Spark master: local[N], spark://host:port, yarn or k8s://https://host:port.",
+)
+@click.option(
+    "-s",
+    "--fromSavepoint",
+    "from_savepoint",
+    metavar="<savepointPath>",
+    help="Savepoint, or <execution.checkpointing.dir>/<JobID>, to resume from.",
+)
+@click.option(
+    "-n",
+    "--allowNonRestoredState",
+    "allow_non_restored",
+    is_flag=True,
+    help="Skip savepoint state of queries the job no longer has.",
+)
+@click.option(
+    "-cm",
+    "--claimMode",
+    "claim_mode",
+    type=click.Choice(["no_claim", "claim"], case_sensitive=False),
+    default=None,
+    help="no_claim (default) never modifies the savepoint; claim lets the job take it over.",
+)
+@click.option(
+    "-rm",
+    "--restoreMode",
+    "restore_mode",
+    hidden=True,
+    type=click.Choice(["no_claim", "claim"], case_sensitive=False),
+    help="Deprecated: use -cm.",
+)
+@click.option(
+    "-sae",
+    "--shutdownOnAttachedExit",
+    "shutdown_on_exit",
+    is_flag=True,
+    help="Attached: also stop the job when the CLI is interrupted (always the case).",
+)
+@common_options
+@output_option
+def run(
+    job: str | None,
+    job_args: tuple[str, ...],
+    python_file: str | None,
+    py_module: str | None,
+    py_files: tuple[str, ...],
+    py_archives: tuple[str, ...],
+    py_executable: str | None,
+    py_client_executable: str | None,
+    py_requirements: str | None,
+    parallelism: int | None,
+    detached: bool,
+    target: str | None,
+    executor: str | None,
+    jobmanager: str | None,
+    from_savepoint: str | None,
+    allow_non_restored: bool,
+    claim_mode: str | None,
+    restore_mode: str | None,
+    shutdown_on_exit: bool,
+    dynamic: tuple[str, ...],
+    conf_dir: str | None,
+    verbose: bool,
+    output: str,
+) -> None:
+    """Run a PySpark job: flinkish run [OPTIONS] <job.py> [job arguments].
+
+    Prints "Job has been submitted with JobID <id>". Attached (the default) it follows the
+    job until it ends: exit status 0 when it finished, non-zero when it failed or was
+    cancelled. Ctrl-C or SIGTERM stops the job gracefully.
+    """
+    from flinkish_cli.errors import UsageError
+    from flinkish_cli.submission.submit import RunRequest
+
+    script = python_file
+    args = list(job_args)
+    if script and job:
+        args.insert(0, job)
+    elif not script and not py_module:
+        script = job
+    elif py_module and job:
+        args.insert(0, job)
+    if not script and not py_module:
+        raise UsageError("No job given.", "Usage: flinkish run [OPTIONS] <job.py> [arguments]")
+    request = RunRequest(
+        script=script,
+        module=py_module,
+        args=args,
+        py_files=_split(py_files),
+        py_archives=_split(py_archives),
+        py_executable=py_executable,
+        py_client_executable=py_client_executable,
+        py_requirements=py_requirements,
+        parallelism=parallelism,
+        detached=detached,
+        target=target or executor,
+        jobmanager=jobmanager,
+        from_savepoint=from_savepoint,
+        allow_non_restored_state=allow_non_restored,
+        claim_mode=(claim_mode or restore_mode or "no_claim").lower(),
+    )
+    config = load_config(conf_dir, dynamic, request.config_flags())
+    _warn(config)
+    from flinkish_cli.submission.run import submit_and_follow
+
+    submit_and_follow(request, config, presenter=RunPresenter(output))
+
+
+def _warn(config: Any) -> None:
+    from flinkish_cli.cli.output import warn
+
+    for message in getattr(config, "warnings", []):
+        warn(message)
+
+
+class RunPresenter:
+    """How ``run`` shows a job: plain lines in pipes, a live view on a terminal, or JSON."""
+
+    def __init__(self, output: str) -> None:
+        from flinkish_cli.cli.output import is_terminal
+
+        self.json = output == "json"
+        self.live_view: Any = None
+        self.terminal = is_terminal() and not self.json
+
+    def submitted(self, job_id: str) -> None:
+        if not self.json:
+            echo(f"Job has been submitted with JobID {job_id}")
+
+    def output_line(self, line: str) -> None:
+        if self.live_view is not None:
+            self.live_view.console.print(line, markup=False, highlight=False)
+        elif not self.json:
+            echo(line)
+
+    def update(self, update: Any) -> None:
+        if self.json:
+            return
+        if self.terminal:
+            self._live(update.status)
+            return
+        for name, progress in update.batches:
+            echo(format_batch(name, progress))
+
+    def _live(self, status: Any) -> None:
+        from flinkish_cli.cli.live import job_table
+
+        if self.live_view is None:
+            from rich.live import Live
+
+            from flinkish_cli.cli.output import console
+
+            self.live_view = Live(job_table(status), console=console(), refresh_per_second=4)
+            self.live_view.start()
+        else:
+            self.live_view.update(job_table(status))
+
+    def close(self) -> None:
+        if self.live_view is not None:
+            self.live_view.stop()
+            self.live_view = None
+
+    def ended(self, status: Any, detached: bool) -> None:
+        self.close()
+        if self.json:
+            print_json(status.summary())
+            return
+        if detached:
+            return
+        state = status.effective_state().value
+        if state == "FINISHED":
+            runtime_ms = int(((status.end_time or time.time()) - status.start_time) * 1000)
+            echo(f"Job with JobID {status.job_id} has finished.")
+            echo(f"Job Runtime: {runtime_ms} ms")
+
+    def interrupted(self, job_id: str, signum: int, hard: bool) -> None:
+        action = "Cancelling" if hard else "Stopping"
+        echo(f"{action} job {job_id} ({signal.Signals(signum).name})...", err=True)
+
+
+def format_batch(name: str, progress: Any) -> str:
+    """The plain line for one completed micro-batch (stable: scripts and cron logs read it)."""
+    watermark = progress.watermark or "-"
+    return (
+        f"{progress.timestamp} query={name} batch={progress.batch_id} "
+        f"inputRows={progress.input_rows} "
+        f"inputRowsPerSecond={progress.input_rows_per_second:.1f} "
+        f"processedRowsPerSecond={progress.processed_rows_per_second:.1f} "
+        f"stateRows={progress.state_rows} watermark={watermark}"
+    )

@@ -1,0 +1,49 @@
+"""The exceptions flinkish raises for problems a user can fix.
+
+Every error meant for a user derives from :class:`FlinkishError`. The command line prints
+such an error as one message (plus an optional hint on how to fix it) and exits with
+:attr:`FlinkishError.exit_code`; it shows a Python traceback only with ``--verbose``.
+Anything that is not a :class:`FlinkishError` is a bug in flinkish and is reported as such.
+"""
+
+from __future__ import annotations
+
+
+class FlinkishError(Exception):
+    """A problem the user can fix: a message naming what is wrong, and a hint how to fix it."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n{self.hint}"
+
+
+class ConfigError(FlinkishError):
+    """Configuration that cannot be read or is invalid (file, key, value)."""
+
+
+class UsageError(FlinkishError):
+    """Command-line arguments that do not fit together."""
+
+    exit_code = 2
+
+
+class JobError(FlinkishError):
+    """A job that cannot be found, started or controlled."""
+
+
+class JobFailedError(FlinkishError):
+    """A job that ran and failed; the message is its failure cause."""
+
+
+class StorageError(FlinkishError):
+    """A file system (local, S3, HDFS) that cannot be reached or refused an operation."""
+
+
+class SavepointError(FlinkishError):
+    """A savepoint that cannot be taken, read, restored or disposed of."""

@@ -1,0 +1,20 @@
+"""The job registry: who a job is and what state it is in, kept beside its checkpoints.
+
+There is no daemon. Each job's driver writes ``<execution.checkpointing.dir>/<JobID>/_flinkish/
+status.json`` on every heartbeat and every completed micro-batch; any shell with the same
+configuration reads those files to list jobs, and writes control requests next to them to
+cancel, stop or snapshot a job (see :mod:`flinkish_cli.registry.control`).
+"""
+
+from flinkish_cli.registry.jobid import new_job_id, parse_job_id
+from flinkish_cli.registry.status import JobState, JobStatus, QueryStatus
+from flinkish_cli.registry.store import JobRegistry
+
+__all__ = [
+    "JobRegistry",
+    "JobState",
+    "JobStatus",
+    "QueryStatus",
+    "new_job_id",
+    "parse_job_id",
+]

@@ -1,0 +1,190 @@
+"""The status of a job as its driver records it, and the states it moves through.
+
+States follow Flink's: CREATED → RUNNING → FINISHED | CANCELED | FAILED, with RESTARTING
+while a restart strategy waits, and CANCELLING / FAILING while the driver winds down.
+:meth:`JobStatus.effective_state` turns a RUNNING job whose heartbeat stopped into FAILED,
+so a killed driver never stays RUNNING for longer than ``heartbeat.timeout``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class JobState(str, enum.Enum):
+    """Flink's job states."""
+
+    CREATED = "CREATED"
+    RUNNING = "RUNNING"
+    RESTARTING = "RESTARTING"
+    CANCELLING = "CANCELLING"
+    FAILING = "FAILING"
+    FINISHED = "FINISHED"
+    CANCELED = "CANCELED"
+    FAILED = "FAILED"
+
+    @property
+    def is_terminal(self) -> bool:
+        """A job in a terminal state will never run again (it may be resumed as a new job)."""
+        return self in (JobState.FINISHED, JobState.CANCELED, JobState.FAILED)
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Flink's "scheduled": accepted but not running yet."""
+        return self is JobState.CREATED
+
+
+#: Progress samples kept per query in the status file (what ``run`` follows and shows).
+RECENT_PROGRESS = 30
+
+
+@dataclass
+class Progress:
+    """The figures of one completed micro-batch (one Flink checkpoint)."""
+
+    batch_id: int
+    timestamp: str
+    input_rows: int = 0
+    input_rows_per_second: float = 0.0
+    processed_rows_per_second: float = 0.0
+    duration_ms: int = 0
+    state_rows: int = 0
+    watermark: str | None = None
+
+    @classmethod
+    def from_spark(cls, progress: dict[str, Any]) -> Progress:
+        """Build from a Spark ``StreamingQueryProgress`` JSON document."""
+        operators = progress.get("stateOperators") or []
+        watermark = (progress.get("eventTime") or {}).get("watermark")
+        return cls(
+            batch_id=int(progress.get("batchId", -1)),
+            timestamp=str(progress.get("timestamp", "")),
+            input_rows=int(progress.get("numInputRows") or 0),
+            input_rows_per_second=_finite(progress.get("inputRowsPerSecond")),
+            processed_rows_per_second=_finite(progress.get("processedRowsPerSecond")),
+            duration_ms=int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
+            state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators),
+            watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
+        )
+
+
+def _finite(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number and number not in (float("inf"), float("-inf")) else 0.0
+
+
+@dataclass
+class QueryStatus:
+    """One streaming query of a job: its stable name and where it has got to."""
+
+    name: str
+    checkpoint: str
+    query_id: str | None = None
+    run_id: str | None = None
+    active: bool = False
+    last_committed_batch: int | None = None
+    recent: list[Progress] = field(default_factory=list)
+    exception: str | None = None
+
+    def record(self, progress: Progress) -> None:
+        """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""
+        self.last_committed_batch = progress.batch_id
+        self.recent.append(progress)
+        del self.recent[:-RECENT_PROGRESS]
+
+
+@dataclass
+class JobStatus:
+    """Everything the registry knows of one job; serialised as ``status.json``."""
+
+    job_id: str
+    name: str
+    state: JobState = JobState.CREATED
+    start_time: float = field(default_factory=time.time)
+    end_time: float | None = None
+    heartbeat: float = field(default_factory=time.time)
+    heartbeat_timeout: float = 50.0
+    queries: dict[str, QueryStatus] = field(default_factory=dict)
+    failure_cause: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    log_path: str | None = None
+    master: str | None = None
+    mode: str = "STREAMING"
+    restored_from: str | None = None
+    parallelism: int | None = None
+    restarts: int = 0
+    version: int = 1
+
+    def effective_state(self, now: float | None = None) -> JobState:
+        """The state to show: a live state with a stale heartbeat is shown FAILED."""
+        if self.state.is_terminal:
+            return self.state
+        now = time.time() if now is None else now
+        if now - self.heartbeat > self.heartbeat_timeout:
+            return JobState.FAILED
+        return self.state
+
+    def effective_failure_cause(self, now: float | None = None) -> str | None:
+        """The failure cause, including a lost heartbeat."""
+        if self.effective_state(now) is JobState.FAILED and not self.state.is_terminal:
+            age = (time.time() if now is None else now) - self.heartbeat
+            return (
+                f"The job's driver stopped sending heartbeats {age:.0f} s ago "
+                f"(heartbeat.timeout is {self.heartbeat_timeout:.0f} s): it was killed or lost."
+            )
+        return self.failure_cause
+
+    # -- serialisation -------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The status as a JSON document (it never holds secrets)."""
+        data = dataclasses.asdict(self)
+        data["state"] = self.state.value
+        return json.dumps(data, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobStatus:
+        """Parse ``status.json``; unknown fields (from newer versions) are ignored."""
+        data = json.loads(text)
+        queries = {
+            name: QueryStatus(
+                **{
+                    **_known(QueryStatus, q),
+                    "recent": [Progress(**_known(Progress, p)) for p in q.get("recent", [])],
+                }
+            )
+            for name, q in (data.get("queries") or {}).items()
+        }
+        fields = _known(cls, data)
+        fields["state"] = JobState(data.get("state", "CREATED"))
+        fields["queries"] = queries
+        return cls(**fields)
+
+    def summary(self, now: float | None = None) -> dict[str, Any]:
+        """A JSON-friendly summary for ``list --output json``."""
+        return {
+            "jid": self.job_id,
+            "name": self.name,
+            "state": self.effective_state(now).value,
+            "start-time": int(self.start_time * 1000),
+            "end-time": int(self.end_time * 1000) if self.end_time else -1,
+            "failure-cause": self.effective_failure_cause(now),
+            "queries": {
+                name: {"last-committed-batch": q.last_committed_batch, "active": q.active}
+                for name, q in self.queries.items()
+            },
+            "restored-from": self.restored_from,
+        }
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

@@ -1,0 +1,67 @@
+"""``flinkish info``: the plan of each streaming query of a job, without running it.
+
+The job's script runs in a local Spark session with the job's configuration, under the same
+hooks as a real run, in dry-run mode: ``start()`` records each query and nothing starts.
+Each recorded query's DataFrame is then explained (Spark's ``explain``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from flinkish_cli.runtime import hooks
+from flinkish_cli.submission.plan import Entry
+
+
+@dataclass
+class QueryPlan:
+    """One query: its name, output mode and Spark's extended explain output."""
+
+    name: str
+    plan: str
+
+
+class _Planner:
+    dry_run = True
+
+    def configure(self, writer: Any, name: str) -> None:
+        return None
+
+    def started(self, name: str, query: Any) -> None:
+        return None
+
+    def all_started(self) -> None:
+        return None
+
+
+def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[QueryPlan]:
+    """Run ``entry`` in dry-run mode and explain every query it would start."""
+    from pyspark.sql import SparkSession
+
+    from flinkish_cli.runtime.program import run_program
+
+    builder = SparkSession.builder.master(master)
+    for key, value in spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.config("spark.ui.enabled", "false").getOrCreate()
+    controller = hooks.QueryController(_Planner())
+    hooks.install(controller)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                run_program(entry)
+            except SystemExit as exit_:
+                if exit_.code not in (None, 0):
+                    raise
+        plans = []
+        for name, writer in controller.writers.items():
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer):
+                writer._df.explain(extended=True)
+            plans.append(QueryPlan(name=name, plan=buffer.getvalue().rstrip()))
+        return plans
+    finally:
+        hooks.stop_session(spark)

@@ -1,0 +1,39 @@
+"""Running the user's main program (a script or a module) as ``__main__``, as Python would."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import zipfile
+
+from flinkish_cli.errors import JobError
+from flinkish_cli.submission.plan import Entry
+
+
+def run_program(entry: Entry) -> None:
+    """Run the job's program; it raises what the program raises."""
+    if entry.kind == "module":
+        sys.argv = [entry.target, *entry.args]
+        runpy.run_module(entry.target, run_name="__main__", alter_sys=True)
+        return
+    path = entry.target
+    if os.path.isfile(path):
+        sys.argv = [path, *entry.args]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        runpy.run_path(path, run_name="__main__")
+        return
+    # On a cluster the script is not on the driver's disk: it travels in the job's zip.
+    source, origin = _find_in_archives(entry.archive_name or os.path.basename(path))
+    sys.argv = [origin, *entry.args]
+    code = compile(source, origin, "exec")
+    exec(code, {"__name__": "__main__", "__file__": origin, "__builtins__": __builtins__})
+
+
+def _find_in_archives(name: str) -> tuple[str, str]:
+    for entry in sys.path:
+        if entry.endswith(".zip") and os.path.isfile(entry):
+            with zipfile.ZipFile(entry) as archive:
+                if name in archive.namelist():
+                    return archive.read(name).decode("utf-8"), f"{entry}/{name}"
+    raise JobError(f"The job's program {name} is not on the driver's path.")

@@ -1,0 +1,157 @@
+"""Starting the job's driver process and following it until it runs.
+
+Every job gets a private run directory (mode 0700) holding:
+
+- ``spark.properties`` (mode 0600): every Spark setting, secrets included, read by
+  ``spark-submit --properties-file``. Nothing secret goes on the command line.
+- ``log4j2.properties``: sends Spark's log to the job's log file instead of the console.
+- ``job.zip`` and other packages shipped with ``--py-files``.
+
+The driver deletes the run directory when the job ends. The process is started in a session
+of its own, so that the job survives the CLI, its terminal, and a Ctrl-C meant for the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from flinkish_cli.errors import JobError
+from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.submission.spark_submit import SubmitCommand
+
+LOG4J2 = """\
+# Written by flinkish: Spark's log goes to the job's log file, not the console.
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = jobLog
+appender.file.type = File
+appender.file.name = jobLog
+appender.file.fileName = {log_path}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.hadoopnative.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoopnative.level = error
+"""
+
+
+def make_run_dir(base: Path, job_id: str) -> Path:
+    """Create the job's private run directory under ``base``."""
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / f".run-{job_id}"
+    run_dir.mkdir(mode=0o700)
+    os.chmod(run_dir, 0o700)
+    return run_dir
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new file readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def properties_text(properties: Mapping[str, str]) -> str:
+    """Java properties file content, escaped so that any value survives."""
+    return "".join(f"{_escape(k, True)}={_escape(v, False)}\n" for k, v in properties.items())
+
+
+def _escape(text: str, key: bool) -> str:
+    out = []
+    for index, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char in "=:#!" or (char == " " and (key or index == 0)):
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) > 126 or ord(char) < 32:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@dataclass
+class Launched:
+    """A started driver process."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+
+def launch(command: SubmitCommand, run_dir: Path, log_path: Path, attached: bool) -> Launched:
+    """Write the private files and start ``spark-submit`` in a session of its own."""
+    properties_file = Path(command.argv[command.argv.index("--properties-file") + 1])
+    write_private(properties_file, properties_text(command.properties))
+    (run_dir / "log4j2.properties").write_text(LOG4J2.format(log_path=log_path))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **command.env}
+    for variable in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_DRIVER_PYTHON_OPTS", "PYSPARK_SUBMIT_ARGS"):
+        env.pop(variable, None)
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
+    try:
+        process = subprocess.Popen(
+            command.argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if attached else log,
+            stderr=log,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+    return Launched(process=process, log_path=log_path)
+
+
+def wait_until_running(
+    registry: JobRegistry, job_id: str, launched: Launched, timeout: float = 300.0
+) -> JobStatus:
+    """Wait until the job runs or has ended; :class:`JobError` when it dies at start-up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = registry.find(job_id)
+        if status is not None and (status.state is JobState.RUNNING or status.state.is_terminal):
+            return status
+        if launched.process.poll() is not None:
+            status = registry.find(job_id)
+            if status is not None and status.state.is_terminal:
+                return status
+            raise JobError(
+                f"Job {job_id} could not start: its driver exited with status "
+                f"{launched.process.returncode}.\n{tail_cause(launched.log_path)}",
+                f"The full log is {launched.log_path}.",
+            )
+        time.sleep(0.2)
+    raise JobError(
+        f"Job {job_id} did not reach RUNNING within {timeout:.0f} s.",
+        f"It may still be starting; see 'flinkish list' and its log {launched.log_path}.",
+    )
+
+
+def tail_cause(log_path: Path, lines: int = 8) -> str:
+    """The last error-looking lines of a log, for a start-up failure."""
+    try:
+        text = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    interesting = [
+        line
+        for line in text
+        if ("Error" in line or "ERROR" in line or "Exception" in line)
+        and not line.lstrip().startswith("at ")
+    ]
+    return "\n".join((interesting or text)[-lines:])

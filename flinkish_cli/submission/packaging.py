@@ -1,0 +1,93 @@
+"""Packaging the job's Python code so that executors (and a cluster's driver) can import it.
+
+The job's *root* is the directory of its script, or, when the script sits inside a Python
+package (directories with ``__init__.py``), the directory above the outermost package, so
+that ``import package.module`` resolves the same way on an executor as on the user's machine.
+Every ``.py`` file under the root goes into ``job.zip`` (shipped with ``--py-files``), except
+hidden directories, virtual environments and caches. Data files are not shipped: use
+``-pyfs`` or ``-pyarch`` for those.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from flinkish_cli.errors import JobError
+
+SKIP_DIRS = {"__pycache__", "node_modules", "venv", "env", "site-packages", "build", "dist"}
+MAX_FILES = 5000
+MAX_BYTES = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class JobPackage:
+    """The zip of the job's code and where the script sits inside it."""
+
+    root: Path
+    zip_path: Path
+    script_in_zip: str
+    files: int
+    bytes: int
+
+
+def job_root(script: Path) -> Path:
+    """The directory whose content becomes the import root of the job."""
+    directory = script.resolve().parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory
+
+
+def package_job(script: Path, dest_dir: Path) -> JobPackage:
+    """Zip the Python files under the job's root into ``dest_dir/job.zip``."""
+    root = job_root(script)
+    zip_path = dest_dir / "job.zip"
+    files = 0
+    total = 0
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for current, dirs, names in os.walk(root):
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and d not in SKIP_DIRS
+                and not (Path(current, d) / "pyvenv.cfg").exists()
+            )
+            for name in sorted(names):
+                if not name.endswith(".py"):
+                    continue
+                path = Path(current, name)
+                files += 1
+                total += path.stat().st_size
+                if files > MAX_FILES or total > MAX_BYTES:
+                    raise JobError(
+                        f"The job's directory {root} holds more than {MAX_FILES} Python files "
+                        f"or {MAX_BYTES // 2**20} MB of them; flinkish ships that whole directory.",
+                        "Put the job in a directory of its own, or package its dependencies "
+                        "and pass them with -pyfs / -pyarch.",
+                    )
+                archive.write(path, path.relative_to(root).as_posix())
+    return JobPackage(
+        root=root,
+        zip_path=zip_path,
+        script_in_zip=script.resolve().relative_to(root).as_posix(),
+        files=files,
+        bytes=total,
+    )
+
+
+def package_flinkish(dest_dir: Path) -> Path:
+    """Zip flinkish's own package, for a driver that runs on a cluster (cluster deploy mode)."""
+    import flinkish_cli
+
+    source = Path(flinkish_cli.__file__).parent
+    zip_path = dest_dir / "flinkish_cli.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(source.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            archive.write(path, Path("flinkish_cli", path.relative_to(source)).as_posix())
+    return zip_path

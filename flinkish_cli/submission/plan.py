@@ -1,0 +1,82 @@
+"""The plan of a job: what to run, where, and with which Flink semantics.
+
+A :class:`JobPlan` is built once by the CLI from the effective configuration and the ``run``
+arguments, and travels to the job's driver inside the Spark configuration (base64 JSON under
+``spark.flinkish.plan``). It never holds secrets: those reach Spark only through the private
+properties file (see :mod:`flinkish_cli.submission.launcher`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PLAN_CONF_KEY = "spark.flinkish.plan"
+
+
+@dataclass
+class Entry:
+    """The job's main program: a script file or a module."""
+
+    kind: str  # "file" | "module"
+    target: str  # absolute path of the script, or the module name
+    archive_name: str | None = None  # the script's path inside the job's zip (cluster mode)
+    args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RestorePlan:
+    """Where the job's queries start from (a savepoint or a retained checkpoint)."""
+
+    source: str
+    allow_non_restored_state: bool = False
+    claim_mode: str = "no_claim"
+
+
+@dataclass
+class JobPlan:
+    """Everything decided about a job before it starts."""
+
+    job_id: str
+    name: str
+    entry: Entry
+    checkpoint_root: str
+    flink_conf: dict[str, str]
+    master: str
+    deploy_mode: str = "client"
+    target: str = "local"
+    runtime_mode: str = "STREAMING"
+    trigger_interval_ms: int | None = None
+    heartbeat_interval_s: float = 10.0
+    heartbeat_timeout_s: float = 50.0
+    parallelism: int = 1
+    log_path: str | None = None
+    run_dir: str | None = None
+    restore: RestorePlan | None = None
+    detached: bool = False
+
+    @property
+    def job_dir(self) -> str:
+        """``<checkpoint root>/<JobID>``."""
+        return f"{self.checkpoint_root.rstrip('/')}/{self.job_id}"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobPlan:
+        data: dict[str, Any] = json.loads(text)
+        data["entry"] = Entry(**data["entry"])
+        if data.get("restore"):
+            data["restore"] = RestorePlan(**data["restore"])
+        return cls(**data)
+
+    def encode(self) -> str:
+        """The plan as one base64 token, safe inside a Java properties file."""
+        return base64.b64encode(self.to_json().encode()).decode()
+
+    @classmethod
+    def decode(cls, token: str) -> JobPlan:
+        return cls.from_json(base64.b64decode(token.encode()).decode())

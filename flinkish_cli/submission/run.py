@@ -1,0 +1,120 @@
+"""The whole of ``flinkish run``: prepare, start, and follow or detach.
+
+The presentation is a :class:`Presenter` handed in by the caller (the CLI), so that this
+module decides *what* happens and never *how it looks*.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any, Protocol
+
+from flinkish_cli.errors import FlinkishError, JobError, JobFailedError
+from flinkish_cli.registry.control import ControlChannel, ControlRequest
+from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.submission import launcher, submit
+from flinkish_cli.submission.follow import Update, follow, pass_output
+
+
+class Presenter(Protocol):
+    """What ``run`` tells its user."""
+
+    def submitted(self, job_id: str) -> None: ...
+    def output_line(self, line: str) -> None: ...
+    def update(self, update: Update) -> None: ...
+    def ended(self, status: JobStatus, detached: bool) -> None: ...
+    def interrupted(self, job_id: str, signum: int, hard: bool) -> None: ...
+    def close(self) -> None: ...
+
+
+class JobCanceledError(FlinkishError):
+    """An attached job that ended CANCELED."""
+
+    exit_code = 1
+
+
+def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presenter) -> JobStatus:
+    """Run the job; returns its final (attached) or RUNNING (detached) status.
+
+    Raises :class:`JobFailedError` when the job fails and :class:`JobCanceledError` when an
+    attached job is cancelled, so that the exit status tells scripts what happened.
+    """
+    restore = None
+    if request.from_savepoint:
+        from flinkish_cli.savepoints.restore import plan_restore
+
+        restore = plan_restore(request, config)
+    prepared = submit.prepare(request, config, restore)
+    launched = submit.start(prepared)
+    job_id = prepared.plan.job_id
+    if request.detached:
+        try:
+            status = launcher.wait_until_running(prepared.registry, job_id, launched)
+        except JobError:
+            prepared.discard()
+            raise
+        if status.state is JobState.FAILED:
+            raise JobFailedError(
+                f"Job {job_id} failed at start-up: {status.failure_cause}",
+                f"The full log is {prepared.log_path} ('flinkish logs {job_id}').",
+            )
+        presenter.submitted(job_id)
+        presenter.ended(status, detached=True)
+        return status
+    presenter.submitted(job_id)
+    if launched.process.stdout is not None:
+        pass_output(launched.process.stdout, launched.log_path, presenter.output_line)
+    interrupts = _Interrupts(prepared.registry, job_id, presenter)
+    status: JobStatus | None = None
+    try:
+        with interrupts:
+            for update in follow(prepared.registry, job_id, launched):
+                presenter.update(update)
+                status = update.status
+    finally:
+        presenter.close()
+    assert status is not None
+    presenter.ended(status, detached=False)
+    state = status.effective_state()
+    if state is JobState.FAILED:
+        raise JobFailedError(
+            f"Job {job_id} failed: {status.effective_failure_cause()}",
+            f"The full log is {prepared.log_path} ('flinkish logs {job_id}').",
+        )
+    if state is JobState.CANCELED:
+        raise JobCanceledError(
+            f"Job {job_id} was canceled: {status.failure_cause or 'by user'}",
+            f"Its checkpoints are under {prepared.plan.job_dir}; resume it with "
+            f"'flinkish run -s {prepared.plan.job_dir} ...'.",
+        )
+    return status
+
+
+class _Interrupts:
+    """Ctrl-C / SIGTERM while attached: first a graceful stop, then a cancel."""
+
+    def __init__(self, registry: Any, job_id: str, presenter: Presenter) -> None:
+        self.channel = ControlChannel(registry, job_id)
+        self.job_id = job_id
+        self.presenter = presenter
+        self.count = 0
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.count += 1
+        hard = self.count > 1
+        self.presenter.interrupted(self.job_id, signum, hard)
+        if hard:
+            self.channel.send(ControlRequest("cancel"))
+        else:
+            name = signal.Signals(signum).name
+            self.channel.send(ControlRequest("stop", {"reason": f"Stopped by {name}."}))

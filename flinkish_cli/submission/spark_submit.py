@@ -1,0 +1,219 @@
+"""The ``spark-submit`` command for a job, for each of Flink's deployment targets.
+
+=====================  ======================  ===========  ==============================
+Flink target (``-t``)  Spark master (``-m``)   deploy mode  notes
+=====================  ======================  ===========  ==============================
+local (default)        ``local[N]``            client       N = max(slots, parallelism)
+remote                 ``spark://host:port``   client       Spark standalone
+yarn-session           ``yarn``                client       needs HADOOP_CONF_DIR
+yarn-application       ``yarn``                cluster      driver runs in YARN
+kubernetes-session     ``k8s://https://...``   client
+kubernetes-application ``k8s://https://...``   cluster      needs an image and upload path
+=====================  ======================  ===========  ==============================
+
+``-m`` alone picks the target from the master URL, as Flink's ``-m yarn-cluster`` does.
+The command line holds paths only: every setting, secrets included, travels in the private
+properties file (see :mod:`.launcher`), so nothing secret shows in ``ps``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flinkish_cli.errors import UsageError
+
+LOCAL = "local"
+REMOTE = "remote"
+YARN_SESSION = "yarn-session"
+YARN_APPLICATION = "yarn-application"
+K8S_SESSION = "kubernetes-session"
+K8S_APPLICATION = "kubernetes-application"
+TARGETS = (LOCAL, REMOTE, YARN_SESSION, YARN_APPLICATION, K8S_SESSION, K8S_APPLICATION)
+CLUSTER_MODE_TARGETS = (YARN_APPLICATION, K8S_APPLICATION)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where the job runs: the Flink target, the Spark master and the deploy mode."""
+
+    target: str
+    master: str
+    deploy_mode: str
+
+    @property
+    def driver_is_local(self) -> bool:
+        """True when the driver runs on this machine (every client-mode target)."""
+        return self.deploy_mode == "client"
+
+
+def resolve_deployment(
+    target: str | None, jobmanager: str | None, configured_master: str, configured_target: str
+) -> Deployment:
+    """Decide the deployment from ``-t``, ``-m`` and the configuration, refusing conflicts.
+
+    ``configured_master`` is the translated master (``spark.master`` or ``local[N]``) and
+    ``configured_target`` is ``execution.target``.
+    """
+    if target is not None and target not in TARGETS:
+        raise UsageError(
+            f"Unknown target '{target}'.", f"Use one of: {', '.join(TARGETS)} (-t/--target)."
+        )
+    master = _master_from_jobmanager(jobmanager) if jobmanager else None
+    implied = _target_of_master(master) if master else None
+    if target is None:
+        target = implied if implied is not None else configured_target or LOCAL
+    if master is None:
+        master = _default_master(target, configured_master)
+    _check_pair(target, master)
+    mode = "cluster" if target in CLUSTER_MODE_TARGETS else "client"
+    return Deployment(target=target, master=master, deploy_mode=mode)
+
+
+def _master_from_jobmanager(value: str) -> str:
+    value = value.strip()
+    if value == "yarn-cluster":
+        return "yarn"
+    if value.startswith(("local", "spark://", "k8s://")) or value == "yarn":
+        return value
+    if ":" in value and "/" not in value:  # Flink's host:port of a JobManager
+        return f"spark://{value}"
+    raise UsageError(
+        f"'{value}' is not a Spark master.",
+        "Use -m local[N], -m spark://host:port, -m yarn or -m k8s://https://host:port.",
+    )
+
+
+def _target_of_master(master: str) -> str:
+    if master.startswith("local"):
+        return LOCAL
+    if master.startswith("spark://"):
+        return REMOTE
+    if master == "yarn":
+        return YARN_APPLICATION
+    return K8S_APPLICATION
+
+
+def _default_master(target: str, configured_master: str) -> str:
+    if target == LOCAL:
+        return configured_master if configured_master.startswith("local") else "local[*]"
+    if target == REMOTE:
+        if configured_master.startswith("spark://"):
+            return configured_master
+        raise UsageError(
+            "Target 'remote' needs the address of a Spark standalone master.",
+            "Pass -m spark://host:port, or set spark.master in the configuration.",
+        )
+    if target in (YARN_SESSION, YARN_APPLICATION):
+        return "yarn"
+    if configured_master.startswith("k8s://"):
+        return configured_master
+    raise UsageError(
+        f"Target '{target}' needs the Kubernetes API server.",
+        "Pass -m k8s://https://<api-server>:<port>, or set spark.master in the configuration.",
+    )
+
+
+def _check_pair(target: str, master: str) -> None:
+    expected = {
+        LOCAL: "local",
+        REMOTE: "spark://",
+        YARN_SESSION: "yarn",
+        YARN_APPLICATION: "yarn",
+        K8S_SESSION: "k8s://",
+        K8S_APPLICATION: "k8s://",
+    }[target]
+    if not master.startswith(expected):
+        raise UsageError(
+            f"Target '{target}' does not run on master '{master}'.",
+            f"A '{target}' job needs a master starting with '{expected}'; drop -t or -m.",
+        )
+
+
+@dataclass(frozen=True)
+class SubmitCommand:
+    """A ``spark-submit`` invocation: arguments (no secrets), environment and properties."""
+
+    argv: list[str]
+    env: dict[str, str]
+    properties: dict[str, str] = field(repr=False)
+
+
+def spark_submit_binary() -> str:
+    """pyspark's own ``spark-submit`` (found without importing pyspark)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submit_search_locations:
+        raise UsageError("pyspark is not installed.", "Install flinkish with its dependencies.")
+    return str(Path(next(iter(spec.submit_search_locations))) / "bin" / "spark-submit")
+
+
+def driver_entry_file() -> str:
+    """The main file that ``spark-submit`` runs for every job."""
+    return str(Path(__file__).resolve().parent.parent / "runtime" / "entry" / "flinkish_driver.py")
+
+
+def build_command(
+    deployment: Deployment,
+    *,
+    name: str,
+    properties_file: str,
+    py_files: list[str],
+    archives: list[str],
+    spark_conf: Mapping[str, str],
+    conf_dir: str,
+) -> SubmitCommand:
+    """The command that submits a job. ``spark_conf`` goes to the properties file only."""
+    properties = dict(spark_conf)
+    properties.setdefault("spark.ui.showConsoleProgress", "false")
+    if deployment.driver_is_local:
+        properties.setdefault("spark.pyspark.driver.python", sys.executable)
+    if deployment.target in (LOCAL, REMOTE):
+        properties.setdefault("spark.pyspark.python", sys.executable)
+    if deployment.target == K8S_APPLICATION:
+        _require(properties, "spark.kubernetes.container.image", "kubernetes.container.image.ref")
+        _require(properties, "spark.kubernetes.file.upload.path", None)
+    if deployment.target in (YARN_SESSION, YARN_APPLICATION) and not (
+        os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")
+    ):
+        raise UsageError(
+            "Submitting to YARN needs the cluster's Hadoop configuration.",
+            "Set HADOOP_CONF_DIR (or YARN_CONF_DIR) to the directory of yarn-site.xml.",
+        )
+    python = properties.get("spark.pyspark.python")
+    if deployment.target == YARN_APPLICATION and python:
+        properties.setdefault("spark.yarn.appMasterEnv.PYSPARK_PYTHON", python)
+    if deployment.target == K8S_APPLICATION and python:
+        properties.setdefault("spark.kubernetes.driverEnv.PYSPARK_PYTHON", python)
+    argv = [
+        spark_submit_binary(),
+        "--master",
+        deployment.master,
+        "--deploy-mode",
+        deployment.deploy_mode,
+        "--name",
+        name,
+        "--properties-file",
+        properties_file,
+    ]
+    if py_files:
+        argv += ["--py-files", ",".join(py_files)]
+    if archives:
+        argv += ["--archives", ",".join(archives)]
+    argv.append(driver_entry_file())
+    env = {"SPARK_CONF_DIR": conf_dir}
+    return SubmitCommand(argv=argv, env=env, properties=properties)
+
+
+def _require(properties: dict[str, str], key: str, flink_key: str | None) -> None:
+    if properties.get(key):
+        return
+    also = f" (or {flink_key})" if flink_key else ""
+    raise UsageError(
+        f"A kubernetes-application job needs {key}{also}.",
+        f"Set it with -D {key}=... or in the configuration file.",
+    )

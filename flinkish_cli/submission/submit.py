@@ -1,0 +1,339 @@
+"""Submitting a job: validate the request, plan it, package it, start its driver.
+
+:func:`prepare` does everything that can fail on bad input before anything is written or
+started (missing or broken job file, unknown target, bad configuration); :func:`start`
+then records the job as CREATED and starts its driver. Callable without click.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flinkish_cli.errors import ConfigError, JobError, UsageError
+from flinkish_cli.registry.jobid import new_job_id
+from flinkish_cli.registry.status import JobStatus
+from flinkish_cli.registry.store import JobRegistry, registry_for
+from flinkish_cli.submission import launcher, packaging
+from flinkish_cli.submission.plan import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
+from flinkish_cli.submission.spark_submit import (
+    Deployment,
+    SubmitCommand,
+    build_command,
+    resolve_deployment,
+)
+
+
+@dataclass
+class RunRequest:
+    """What ``flinkish run`` was asked, in Flink's terms."""
+
+    script: str | None = None
+    module: str | None = None
+    args: list[str] = field(default_factory=list)
+    py_files: list[str] = field(default_factory=list)
+    py_archives: list[str] = field(default_factory=list)
+    py_executable: str | None = None
+    py_client_executable: str | None = None
+    py_requirements: str | None = None
+    parallelism: int | None = None
+    detached: bool = False
+    target: str | None = None
+    jobmanager: str | None = None
+    from_savepoint: str | None = None
+    allow_non_restored_state: bool = False
+    claim_mode: str = "no_claim"
+
+    def config_flags(self) -> dict[str, str]:
+        """The configuration keys that this request's flags set (they win over -D)."""
+        flags: dict[str, str] = {}
+        if self.parallelism is not None:
+            flags["parallelism.default"] = str(self.parallelism)
+        if self.target is not None:
+            flags["execution.target"] = self.target
+        if self.py_executable:
+            flags["python.executable"] = self.py_executable
+        if self.py_client_executable:
+            flags["python.client.executable"] = self.py_client_executable
+        if self.py_requirements:
+            flags["python.requirements"] = self.py_requirements
+        if self.py_files:
+            flags["python.files"] = ",".join(self.py_files)
+        if self.py_archives:
+            flags["python.archives"] = ",".join(self.py_archives)
+        if self.detached:
+            flags["execution.attached"] = "false"
+        return flags
+
+
+@dataclass
+class PreparedJob:
+    """A job ready to start: its plan, command and private run directory."""
+
+    plan: JobPlan
+    command: SubmitCommand
+    deployment: Deployment
+    run_dir: Path
+    log_path: Path
+    registry: JobRegistry
+    package: packaging.JobPackage | None
+
+    def discard(self) -> None:
+        """Remove what preparing wrote (nothing else was touched)."""
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def check_java() -> None:
+    """Spark needs Java 17 or newer."""
+    import os
+
+    java_home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") or (java_home and Path(java_home, "bin", "java").exists()):
+        return
+    raise JobError(
+        "Java was not found: Spark needs Java 17 or newer.",
+        "Install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME.",
+    )
+
+
+def check_program(request: RunRequest) -> Path | None:
+    """The job's script, validated: present, a file, valid Python."""
+    if bool(request.script) == bool(request.module):
+        raise UsageError(
+            "Name the job's program: a script (job.py, or -py job.py) or a module (-pym).",
+            "Run 'flinkish run --help' for the forms.",
+        )
+    if request.module:
+        if not request.py_files:
+            raise UsageError(
+                f"-pym {request.module} needs -pyfs with the files that hold the module.",
+                "For example: flinkish run -pym mypkg.job -pyfs ./src",
+            )
+        return None
+    script = Path(request.script or "")
+    if not script.exists():
+        raise JobError(f"The job file {script} does not exist.", "Check the path of the job.")
+    if not script.is_file():
+        raise JobError(f"The job file {script} is not a file.", "Name the job's Python script.")
+    try:
+        source = script.read_bytes()
+        compile(source, str(script), "exec")
+    except SyntaxError as error:
+        raise JobError(
+            f"The job file {script} is not valid Python: {error.msg} "
+            f"(line {error.lineno}, column {error.offset}).",
+            "Fix the syntax error and run the job again.",
+        ) from None
+    except (OSError, ValueError) as error:
+        raise JobError(f"The job file {script} cannot be read: {error}.") from None
+    return script.resolve()
+
+
+def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None) -> PreparedJob:
+    """Validate and plan the job; writes only its private run directory."""
+    from flinkish_cli.config import to_spark
+
+    script = check_program(request)
+    for item in request.py_files + [a.split("#", 1)[0] for a in request.py_archives]:
+        if "://" not in item and not Path(item).exists():
+            raise JobError(f"{item} (given with -pyfs/-pyarch) does not exist.")
+    if request.py_requirements and not Path(request.py_requirements.split("#")[0]).is_file():
+        raise JobError(f"The requirements file {request.py_requirements} does not exist.")
+    translation = to_spark(config)
+    deployment = resolve_deployment(
+        request.target,
+        request.jobmanager,
+        translation.master,
+        str(config.get("execution.target") or "local"),
+    )
+    checkpoint_root = str(config.get("execution.checkpointing.dir"))
+    check_s3a(checkpoint_root, translation.conf)
+    check_java()
+    job_id = new_job_id()
+    log_dir = Path(str(config.get("env.log.dir"))).expanduser()
+    log_path = log_dir / f"flinkish-{job_id}.log"
+    run_dir = launcher.make_run_dir(log_dir, job_id)
+    try:
+        return _plan(
+            request,
+            config,
+            translation,
+            deployment,
+            script,
+            job_id,
+            checkpoint_root,
+            log_path,
+            run_dir,
+            restore,
+        )
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _plan(
+    request: RunRequest,
+    config: Any,
+    translation: Any,
+    deployment: Deployment,
+    script: Path | None,
+    job_id: str,
+    checkpoint_root: str,
+    log_path: Path,
+    run_dir: Path,
+    restore: RestorePlan | None,
+) -> PreparedJob:
+    package = packaging.package_job(script, run_dir) if script else None
+    py_files = [str(package.zip_path)] if package else []
+    py_files += [_as_py_file(item, run_dir) for item in request.py_files]
+    if request.py_requirements:
+        py_files.append(str(install_requirements(request.py_requirements, run_dir)))
+    if not deployment.driver_is_local:
+        py_files.append(str(packaging.package_flinkish(run_dir)))
+    archives = list(request.py_archives)
+    name = str(config.get("pipeline.name") or (script.stem if script else request.module))
+    entry = Entry(
+        kind="file" if script else "module",
+        target=str(script) if script else str(request.module),
+        archive_name=package.script_in_zip if package else None,
+        args=list(request.args),
+    )
+    interval = config.get("execution.checkpointing.interval")
+    mode = str(config.get("execution.runtime-mode") or "STREAMING").upper()
+    plan = JobPlan(
+        job_id=job_id,
+        name=name,
+        entry=entry,
+        checkpoint_root=checkpoint_root,
+        flink_conf=config.to_flat(include_secrets=False),
+        master=deployment.master,
+        deploy_mode=deployment.deploy_mode,
+        target=deployment.target,
+        runtime_mode="BATCH" if mode == "BATCH" else "STREAMING",
+        trigger_interval_ms=int(interval.total_seconds() * 1000) if interval else None,
+        heartbeat_interval_s=config.get("heartbeat.interval").total_seconds(),
+        heartbeat_timeout_s=config.get("heartbeat.timeout").total_seconds(),
+        parallelism=int(config.get("parallelism.default")),
+        log_path=str(log_path),
+        run_dir=str(run_dir) if deployment.driver_is_local else None,
+        restore=restore,
+        detached=request.detached,
+    )
+    spark_conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
+    spark_conf[PLAN_CONF_KEY] = plan.encode()
+    spark_conf.pop("spark.submit.pyFiles", None)
+    command = build_command(
+        deployment,
+        name=name,
+        properties_file=str(run_dir / "spark.properties"),
+        py_files=py_files,
+        archives=archives,
+        spark_conf=spark_conf,
+        conf_dir=str(run_dir),
+    )
+    registry = registry_for(config)
+    return PreparedJob(plan, command, deployment, run_dir, log_path, registry, package)
+
+
+def _as_py_file(item: str, run_dir: Path) -> str:
+    """Spark ships .py, .zip and .egg files; a directory is zipped first."""
+    path = Path(item)
+    if "://" in item or not path.is_dir():
+        return item if "://" in item else str(path.resolve())
+    zip_path = run_dir / f"pyfs-{path.resolve().name}.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for file in sorted(path.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(path).as_posix())
+    return str(zip_path)
+
+
+def install_requirements(spec: str, run_dir: Path) -> Path:
+    """``-pyreq``: install the requirements into a zip shipped with ``--py-files``.
+
+    ``requirements.txt#cache_dir`` installs offline from ``cache_dir``, as Flink's form does.
+    Pure-Python packages import from the zip on every executor; packages with compiled
+    extensions cannot import from a zip, and flinkish says so: ship those in a packed
+    virtual environment with ``-pyarch venv.tar.gz#venv -pyexec venv/bin/python``.
+    """
+    requirements, _, cache = spec.partition("#")
+    target = run_dir / "requirements"
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target)]
+    command += ["-r", requirements]
+    if cache:
+        command += ["--no-index", "--find-links", cache]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise JobError(
+            f"Installing the requirements of {requirements} failed:\n"
+            + "\n".join(result.stderr.strip().splitlines()[-5:]),
+            "Fix the requirements file, or ship a packed environment with -pyarch.",
+        )
+    compiled = sorted({p.name for p in target.rglob("*.so")})
+    if compiled:
+        raise JobError(
+            f"The requirements of {requirements} include compiled extensions "
+            f"({', '.join(compiled[:3])}), which Spark cannot import from --py-files.",
+            "Ship them in a packed virtual environment: -pyarch venv.tar.gz#venv "
+            "-pyexec venv/bin/python.",
+        )
+    zip_path = run_dir / "requirements.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for file in sorted(target.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(target).as_posix())
+    return zip_path
+
+
+def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
+    """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
+    if not checkpoint_root.startswith(("s3://", "s3a://")):
+        return
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    jars_dir = Path(next(iter(spec.submit_search_locations or []))) / "jars" if spec else None
+    bundled = bool(jars_dir and any(jars_dir.glob("hadoop-aws-*.jar")))
+    configured = " ".join(spark_conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
+    if bundled or "hadoop-aws" in configured:
+        return
+    raise ConfigError(
+        f"execution.checkpointing.dir is {checkpoint_root}, but Spark has no S3A file system: "
+        "pyspark does not include hadoop-aws.",
+        "Add it with pipeline.jars: /path/hadoop-aws-<hadoop version>.jar,"
+        "/path/bundle-<aws sdk v2>.jar, or spark.jars.packages: "
+        "org.apache.hadoop:hadoop-aws:<hadoop version> where Maven Central is reachable.",
+    )
+
+
+def start(prepared: PreparedJob) -> launcher.Launched:
+    """Record the job as CREATED and start its driver."""
+    plan = prepared.plan
+    status = JobStatus(
+        job_id=plan.job_id,
+        name=plan.name,
+        heartbeat_timeout=plan.heartbeat_timeout_s,
+        log_path=plan.log_path,
+        master=plan.master,
+        mode=plan.runtime_mode,
+        parallelism=plan.parallelism,
+        restored_from=plan.restore.source if plan.restore else None,
+    )
+    prepared.registry.write(status)
+    try:
+        return launcher.launch(
+            prepared.command, prepared.run_dir, prepared.log_path, attached=not plan.detached
+        )
+    except OSError as error:
+        from flinkish_cli.registry.status import JobState
+
+        status.state = JobState.FAILED
+        status.failure_cause = f"spark-submit could not start: {error}"
+        prepared.registry.write(status)
+        prepared.discard()
+        raise JobError(status.failure_cause) from error

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up flinkish in ./.venv: checks Java and Python, installs the package (and, with
+# --test, its test dependencies). Safe to run again; the README's two commands call it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+
+java_bin="java"
+[ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java_bin="$JAVA_HOME/bin/java"
+if ! command -v "$java_bin" >/dev/null 2>&1; then
+  echo "ERROR: Java not found: Spark needs Java 17+; install it with 'apt-get install openjdk-17-jre-headless' or set JAVA_HOME." >&2
+  exit 1
+fi
+java_major=$("$java_bin" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+if [ -n "$java_major" ] && [ "$java_major" -lt 17 ]; then
+  echo "ERROR: Java $java_major found, Spark 4 needs Java 17+; install openjdk-17-jre-headless or point JAVA_HOME at a JDK 17." >&2
+  exit 1
+fi
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  echo "ERROR: Python 3.10+ not found as '$python'; install it or set PYTHON=/path/to/python3." >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}"
