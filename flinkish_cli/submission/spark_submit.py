@@ -142,14 +142,19 @@ class SubmitCommand:
     properties: dict[str, str] = field(repr=False)
 
 
-def spark_submit_binary() -> str:
-    """pyspark's own ``spark-submit`` (found without importing pyspark)."""
+def pyspark_home() -> Path:
+    """The installed pyspark package, which is Spark's home (found without importing it)."""
     import importlib.util
 
     spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submit_search_locations:
+    if spec is None or not spec.submodule_search_locations:
         raise UsageError("pyspark is not installed.", "Install flinkish with its dependencies.")
-    return str(Path(next(iter(spec.submit_search_locations))) / "bin" / "spark-submit")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def spark_submit_binary() -> str:
+    """pyspark's own ``spark-submit``."""
+    return str(pyspark_home() / "bin" / "spark-submit")
 
 
 def driver_entry_file() -> str:

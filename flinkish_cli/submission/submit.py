@@ -294,11 +294,9 @@ def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
     if not checkpoint_root.startswith(("s3://", "s3a://")):
         return
-    import importlib.util
+    from flinkish_cli.submission.spark_submit import pyspark_home
 
-    spec = importlib.util.find_spec("pyspark")
-    jars_dir = Path(next(iter(spec.submit_search_locations or []))) / "jars" if spec else None
-    bundled = bool(jars_dir and any(jars_dir.glob("hadoop-aws-*.jar")))
+    bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
     configured = " ".join(spark_conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
     if bundled or "hadoop-aws" in configured:
         return

@@ -1,0 +1,72 @@
+"""Job status: serialisation, progress records, and the heartbeat rule."""
+
+import time
+
+from flinkish_cli.registry.status import (
+    RECENT_PROGRESS,
+    JobState,
+    JobStatus,
+    Progress,
+    QueryStatus,
+)
+
+
+def _progress(batch: int) -> dict:
+    return {
+        "batchId": batch,
+        "timestamp": "2026-11-21T10:00:00.000Z",
+        "numInputRows": 10,
+        "inputRowsPerSecond": 5.0,
+        "processedRowsPerSecond": float("nan"),
+        "durationMs": {"triggerExecution": 120},
+        "stateOperators": [{"numRowsTotal": 3}, {"numRowsTotal": 4}],
+        "eventTime": {"watermark": "2026-11-21T09:59:00.000Z"},
+    }
+
+
+def test_progress_from_spark_sums_state_rows_and_drops_nan() -> None:
+    progress = Progress.from_spark(_progress(7))
+    assert progress.batch_id == 7
+    assert progress.state_rows == 7
+    assert progress.processed_rows_per_second == 0.0
+    assert progress.watermark == "2026-11-21T09:59:00.000Z"
+    assert progress.duration_ms == 120
+
+
+def test_query_keeps_only_recent_progress() -> None:
+    query = QueryStatus(name="q", checkpoint="/c/q")
+    for batch in range(RECENT_PROGRESS + 5):
+        query.record(Progress.from_spark(_progress(batch)))
+    assert len(query.recent) == RECENT_PROGRESS
+    assert query.recent[0].batch_id == 5
+    assert query.last_committed_batch == RECENT_PROGRESS + 4
+
+
+def test_round_trip_through_json() -> None:
+    status = JobStatus(job_id="a" * 32, name="orders", state=JobState.RUNNING)
+    status.queries["orders"] = QueryStatus(name="orders", checkpoint="/c/orders")
+    status.queries["orders"].record(Progress.from_spark(_progress(3)))
+    again = JobStatus.from_json(status.to_json())
+    assert again == status
+
+
+def test_unknown_fields_from_newer_versions_are_ignored() -> None:
+    text = JobStatus(job_id="b" * 32, name="x").to_json().replace("{", '{"future": 1, ', 1)
+    assert JobStatus.from_json(text).job_id == "b" * 32
+
+
+def test_running_job_with_stale_heartbeat_shows_failed_with_cause() -> None:
+    now = time.time()
+    status = JobStatus(job_id="c" * 32, name="x", state=JobState.RUNNING, heartbeat_timeout=5)
+    status.heartbeat = now - 4
+    assert status.effective_state(now) is JobState.RUNNING
+    status.heartbeat = now - 6
+    assert status.effective_state(now) is JobState.FAILED
+    assert "heartbeat" in (status.effective_failure_cause(now) or "")
+
+
+def test_terminal_states_ignore_the_heartbeat() -> None:
+    status = JobStatus(job_id="d" * 32, name="x", state=JobState.FINISHED, heartbeat_timeout=1)
+    status.heartbeat = 0
+    assert status.effective_state() is JobState.FINISHED
+    assert status.summary()["state"] == "FINISHED"

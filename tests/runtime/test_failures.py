@@ -1,0 +1,42 @@
+"""Failure causes: a few lines of the real message, never a Java stack trace."""
+
+from flinkish_cli.runtime.failures import short_cause
+
+
+class StreamingQueryException(Exception):
+    """Stands in for pyspark's exception type of the same name (only the name matters)."""
+
+
+def test_java_stack_lines_are_dropped() -> None:
+    error = StreamingQueryException(
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: boom\n"
+        "\tat org.apache.spark.Foo.bar(Foo.scala:1)\n"
+        "\tat org.apache.spark.Foo.baz(Foo.scala:2)\n"
+        "JVM stacktrace:\norg.apache.spark.SparkException: boom"
+    )
+    cause = short_cause(error)
+    assert "boom" in cause
+    assert "at org.apache" not in cause
+    assert "JVM stacktrace" not in cause
+
+
+def test_python_udf_error_names_the_python_exception() -> None:
+    error = StreamingQueryException(
+        "An exception was thrown from the Python worker.\n"
+        "Traceback (most recent call last):\n"
+        '  File "job.py", line 3, in f\n'
+        "ValueError: negative price\n"
+    )
+    cause = short_cause(error)
+    assert "Caused by (Python): ValueError: negative price" in cause
+
+
+def test_script_error_points_at_the_script_line(tmp_path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text("def main():\n    raise KeyError('missing column')\nmain()\n")
+    try:
+        exec(compile(script.read_text(), str(script), "exec"), {})
+    except KeyError as error:
+        cause = short_cause(error, str(script))
+    assert cause.startswith("KeyError: 'missing column'")
+    assert f"{script}:2" in cause

@@ -1,0 +1,145 @@
+"""The spark-submit command for every Flink target, including the ones that cannot run here."""
+
+from pathlib import Path
+
+import pytest
+
+from flinkish_cli.errors import UsageError
+from flinkish_cli.submission.spark_submit import (
+    Deployment,
+    build_command,
+    resolve_deployment,
+)
+
+SECRET = "s3cr3t-VALUE"
+
+
+@pytest.mark.parametrize(
+    ("target", "jobmanager", "master", "expected"),
+    [
+        (None, None, "local[2]", ("local", "local[2]", "client")),
+        ("local", None, "local[4]", ("local", "local[4]", "client")),
+        (None, "local[3]", "local[2]", ("local", "local[3]", "client")),
+        (None, "spark://10.0.0.1:7077", "local[2]", ("remote", "spark://10.0.0.1:7077", "client")),
+        ("remote", "spark://h:7077", "local[2]", ("remote", "spark://h:7077", "client")),
+        ("remote", None, "spark://cfg:7077", ("remote", "spark://cfg:7077", "client")),
+        (None, "h:7077", "local[2]", ("remote", "spark://h:7077", "client")),
+        (None, "yarn-cluster", "local[2]", ("yarn-application", "yarn", "cluster")),
+        (None, "yarn", "local[2]", ("yarn-application", "yarn", "cluster")),
+        ("yarn-session", None, "local[2]", ("yarn-session", "yarn", "client")),
+        ("yarn-application", None, "local[2]", ("yarn-application", "yarn", "cluster")),
+        (
+            None,
+            "k8s://https://api:6443",
+            "local[2]",
+            ("kubernetes-application", "k8s://https://api:6443", "cluster"),
+        ),
+        (
+            "kubernetes-session",
+            "k8s://https://api:6443",
+            "local[2]",
+            ("kubernetes-session", "k8s://https://api:6443", "client"),
+        ),
+    ],
+)
+def test_resolve_deployment(target, jobmanager, master, expected) -> None:
+    deployment = resolve_deployment(target, jobmanager, master, "local")
+    assert (deployment.target, deployment.master, deployment.deploy_mode) == expected
+
+
+@pytest.mark.parametrize(
+    ("target", "jobmanager", "master", "message"),
+    [
+        ("remote", None, "local[2]", "needs the address of a Spark standalone master"),
+        ("local", "spark://h:7077", "local[2]", "does not run on master"),
+        ("kubernetes-application", None, "local[2]", "needs the Kubernetes API server"),
+        ("mesos", None, "local[2]", "Unknown target"),
+        (None, "http://nope", "local[2]", "is not a Spark master"),
+    ],
+)
+def test_resolve_deployment_refuses_what_cannot_work(target, jobmanager, master, message) -> None:
+    with pytest.raises(UsageError, match=message):
+        resolve_deployment(target, jobmanager, master, "local")
+
+
+def _command(deployment: Deployment, conf: dict[str, str] | None = None):
+    return build_command(
+        deployment,
+        name="orders",
+        properties_file="/run/spark.properties",
+        py_files=["/run/job.zip", "/run/extra.zip"],
+        archives=["/tmp/venv.tar.gz#venv"],
+        spark_conf={"spark.hadoop.fs.s3a.secret.key": SECRET, **(conf or {})},
+        conf_dir="/run",
+    )
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_local_command_keeps_every_setting_off_the_command_line() -> None:
+    command = _command(Deployment("local", "local[2]", "client"))
+    argv = command.argv
+    assert Path(argv[0]).name == "spark-submit" and Path(argv[0]).exists()
+    assert _flag(argv, "--master") == "local[2]"
+    assert _flag(argv, "--deploy-mode") == "client"
+    assert _flag(argv, "--properties-file") == "/run/spark.properties"
+    assert _flag(argv, "--py-files") == "/run/job.zip,/run/extra.zip"
+    assert _flag(argv, "--archives") == "/tmp/venv.tar.gz#venv"
+    assert argv[-1].endswith("runtime/entry/flinkish_driver.py")
+    assert "--conf" not in argv
+    assert not any(SECRET in a for a in argv)
+    assert command.properties["spark.hadoop.fs.s3a.secret.key"] == SECRET
+    assert command.properties["spark.ui.showConsoleProgress"] == "false"
+    assert command.env == {"SPARK_CONF_DIR": "/run"}
+    assert SECRET not in repr(command)
+
+
+def test_standalone_uses_client_mode_and_local_python() -> None:
+    command = _command(Deployment("remote", "spark://127.0.0.1:7077", "client"))
+    assert _flag(command.argv, "--master") == "spark://127.0.0.1:7077"
+    assert "spark.pyspark.python" in command.properties
+    assert "spark.pyspark.driver.python" in command.properties
+
+
+def test_yarn_application_needs_hadoop_conf(monkeypatch) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    with pytest.raises(UsageError, match="HADOOP_CONF_DIR"):
+        _command(Deployment("yarn-application", "yarn", "cluster"))
+
+
+def test_yarn_application_runs_the_driver_in_the_cluster(monkeypatch) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", "/etc/hadoop")
+    command = _command(
+        Deployment("yarn-application", "yarn", "cluster"),
+        {"spark.pyspark.python": "./venv/bin/python"},
+    )
+    assert _flag(command.argv, "--master") == "yarn"
+    assert _flag(command.argv, "--deploy-mode") == "cluster"
+    assert "spark.pyspark.driver.python" not in command.properties
+    assert command.properties["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == "./venv/bin/python"
+
+
+def test_kubernetes_application_needs_image_and_upload_path() -> None:
+    deployment = Deployment("kubernetes-application", "k8s://https://api:6443", "cluster")
+    with pytest.raises(UsageError, match="spark.kubernetes.container.image"):
+        _command(deployment)
+    with pytest.raises(UsageError, match="spark.kubernetes.file.upload.path"):
+        _command(deployment, {"spark.kubernetes.container.image": "repo/spark-py:4"})
+    command = _command(
+        deployment,
+        {
+            "spark.kubernetes.container.image": "repo/spark-py:4",
+            "spark.kubernetes.file.upload.path": "s3a://bucket/upload",
+            "spark.pyspark.python": "python3",
+        },
+    )
+    assert _flag(command.argv, "--deploy-mode") == "cluster"
+    assert command.properties["spark.kubernetes.driverEnv.PYSPARK_PYTHON"] == "python3"
+
+
+def test_kubernetes_session_is_client_mode() -> None:
+    command = _command(Deployment("kubernetes-session", "k8s://https://api:6443", "client"))
+    assert _flag(command.argv, "--deploy-mode") == "client"
