@@ -62,7 +62,7 @@ def run_job(plan: JobPlan, spark_conf: Any) -> int:
 
     settings = StorageSettings.from_flink(storage_flat_conf(plan, spark_conf))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
-    runtime = JobRuntime(plan, registry)
+    runtime = JobRuntime(plan, registry, settings)
     runtime.begin()
     runtime.install_signal_handlers()
     program = plan.entry.target if plan.entry.kind == "file" else None
@@ -73,6 +73,7 @@ def run_job(plan: JobPlan, spark_conf: Any) -> int:
         from flinkish_cli.runtime.listener import StatusListener
 
         spark = SparkSession.builder.getOrCreate()
+        runtime.spark = spark
         spark.streams.addListener(StatusListener(runtime))
         controller = hooks.QueryController(runtime)
         hooks.install(controller)

@@ -30,6 +30,9 @@ _CHECKPOINT_OPTION = "checkpointlocation"
 class QueryStarter(Protocol):
     """What the hooks call into: the job runtime (or the ``info`` planner)."""
 
+    def before_start(self, names: list[str]) -> None:
+        """The queries about to start (all recorded so far); may refuse them."""
+
     def configure(self, writer: Any, name: str) -> None:
         """Set the query's checkpoint location and trigger on ``writer``."""
 
@@ -124,6 +127,7 @@ class QueryController:
         """Start every recorded query, in the order the script started them."""
         if self.starter.dry_run or not self.pending:
             return
+        self.starter.before_start([item.name for item in self.pending])
         while self.pending:
             item = self.pending.pop(0)
             self.starter.configure(item.writer, item.name)

@@ -8,7 +8,7 @@ stop) that any shell writes to the registry.
 End states, as Flink's:
 
 - FINISHED: every query ended by itself (BATCH mode, or the script stopped them), or the
-  job was stopped with a savepoint.
+  job was stopped with a savepoint (``flinkish stop``).
 - CANCELED: cancelled (``flinkish cancel``, Ctrl-C or SIGTERM of an attached run).
 - FAILED: the script raised, or a query terminated with an exception.
 """
@@ -22,8 +22,10 @@ import signal
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.registry.control import (
     POLL_SECONDS,
     ControlChannel,
@@ -42,6 +44,8 @@ log = logging.getLogger("flinkish.runtime")
 GRACEFUL_STOP_TIMEOUT = 120.0
 #: How long a cancelled job's script gets to return before the driver exits regardless.
 CANCEL_GRACE = 15.0
+#: How long ``flinkish checkpoint`` waits for the next committed batch of every query.
+CHECKPOINT_WAIT = 600.0
 
 
 class JobRuntime:
@@ -49,9 +53,11 @@ class JobRuntime:
 
     dry_run = False
 
-    def __init__(self, plan: JobPlan, registry: JobRegistry) -> None:
+    def __init__(self, plan: JobPlan, registry: JobRegistry, settings: Any = None) -> None:
         self.plan = plan
         self.registry = registry
+        self.settings = settings
+        self.spark: Any = None
         self.control = ControlChannel(registry, plan.job_id)
         self.status = registry.find(plan.job_id) or JobStatus(job_id=plan.job_id, name=plan.name)
         self.status.host = socket.gethostname()
@@ -68,6 +74,12 @@ class JobRuntime:
         self._ending: JobState | None = None
         self._ending_cause: str | None = None
         self._thread: threading.Thread | None = None
+        self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flinkish-control")
+        self._inflight: set[str] = set()
+        self._restore: Any = None  # RestoreSource, read when the first query starts
+        self._restore_storage: Any = None
+        self._restored: dict[str, int] = {}
+        self._claimed = False
 
     # -- status --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -112,6 +124,7 @@ class JobRuntime:
         from flinkish_cli.storage import join
 
         checkpoint = join(self.plan.job_dir, name)
+        self._restore_query(name, checkpoint)
         hooks.set_writer_option(writer, "checkpointLocation", checkpoint)
         if self.plan.runtime_mode == "BATCH":
             hooks.set_writer_trigger(writer, availableNow=True)
@@ -151,6 +164,7 @@ class JobRuntime:
                 return
             entry.record(Progress.from_spark(progress))
         self._dirty.set()
+        self._claim_if_done()
 
     def on_terminated(self, query_id: str, exception: str | None) -> None:
         with self._lock:
@@ -164,18 +178,46 @@ class JobRuntime:
     # -- control -------------------------------------------------------------------------
     def _handle_control(self) -> None:
         for request in self.control.pending():
-            self.control.respond(self._carry_out(request))
+            if request.request_id in self._inflight:
+                continue
+            self._inflight.add(request.request_id)
+            if request.action in ("cancel", "stop") and not request.args.get("savepoint"):
+                self._answer(request)  # at once, even while a savepoint is being taken
+            else:
+                self._workers.submit(self._answer, request)
+
+    def _answer(self, request: ControlRequest) -> None:
+        try:
+            response = self._carry_out(request)
+        except FlinkishError as error:
+            response = ControlResponse(request.request_id, ok=False, error=str(error))
+        except Exception as error:
+            log.exception("Control request %s failed.", request.action)
+            response = ControlResponse(
+                request.request_id, ok=False, error=f"{type(error).__name__}: {error}"
+            )
+        self.control.respond(response)
 
     def _carry_out(self, request: ControlRequest) -> ControlResponse:
-        if request.action == "cancel":
+        action, args = request.action, request.args
+        if action == "cancel":
             accepted = self.request_end(JobState.CANCELED, "Canceled by user.", graceful=False)
-        elif request.action == "stop" and not request.args.get("savepoint"):
-            reason = request.args.get("reason") or "Stopped by user."
+        elif action == "stop" and not args.get("savepoint"):
+            reason = args.get("reason") or "Stopped by user."
             accepted = self.request_end(JobState.CANCELED, reason, graceful=True)
+        elif action == "stop":
+            path = self.stop_with_savepoint(str(args["target"]), bool(args.get("drain")))
+            return ControlResponse(request.request_id, ok=True, result={"path": path})
+        elif action == "savepoint":
+            self._require_live("take a savepoint of")
+            path = self.take_savepoint(str(args["target"]))
+            return ControlResponse(request.request_id, ok=True, result={"path": path})
+        elif action == "checkpoint":
+            batches = self.wait_for_checkpoint(float(args.get("timeout") or CHECKPOINT_WAIT))
+            result = {"path": self.plan.job_dir, "batches": batches}
+            return ControlResponse(request.request_id, ok=True, result=result)
         else:
-            return ControlResponse(
-                request.request_id, ok=False, error=f"Unsupported action '{request.action}'."
-            )
+            return ControlResponse(request.request_id, ok=False, error=f"Unknown '{action}'.")
         if not accepted:
             return ControlResponse(
                 request.request_id,
@@ -183,6 +225,143 @@ class JobRuntime:
                 error=f"Job {self.plan.job_id} is already ending ({self.status.state.value}).",
             )
         return ControlResponse(request.request_id, ok=True)
+
+    def _require_live(self, what: str) -> None:
+        if self._ending is not None or self.status.state is not JobState.RUNNING:
+            raise JobError(
+                f"Cannot {what} job {self.plan.job_id}: it is {self.status.state.value}."
+            )
+
+    # -- savepoints and checkpoints ------------------------------------------------------
+    def _query_dirs(self) -> dict[str, str]:
+        from flinkish_cli.storage import join
+
+        return {name: join(self.plan.job_dir, name) for name in self.queries}
+
+    def take_savepoint(self, target_dir: str) -> str:
+        """A savepoint of every query at its last committed batch (the job may be running)."""
+        import pyspark
+
+        from flinkish_cli.savepoints.create import take_savepoint
+        from flinkish_cli.storage import open_storage
+
+        path = take_savepoint(
+            self.registry.storage,
+            self._query_dirs(),
+            open_storage(target_dir, self.settings),
+            target_dir,
+            self.plan.job_id,
+            self.plan.name,
+            pyspark.__version__,
+        )
+        log.info("Savepoint completed: %s", path)
+        return path
+
+    def stop_with_savepoint(self, target_dir: str, drain: bool) -> str:
+        """Stop every query between batches (after all available input with ``drain``),
+        take the savepoint, and let the job end FINISHED."""
+        self._require_live("stop")
+        with self._lock:
+            self._ending, self._ending_cause = JobState.FINISHED, None
+        if drain:
+            for name, query in list(self.queries.items()):
+                log.info("Draining query '%s' before the savepoint.", name)
+                query.processAllAvailable()
+        for query in list(self.queries.values()):
+            stop_between_batches(query)
+        try:
+            return self.take_savepoint(target_dir)
+        except BaseException as error:
+            with self._lock:
+                self._ending = JobState.FAILED
+                self._ending_cause = (
+                    f"Stop with savepoint failed after the queries stopped: {error}. "
+                    f"Resume from the retained checkpoint {self.plan.job_dir}."
+                )
+            raise
+
+    def wait_for_checkpoint(self, timeout: float) -> dict[str, int]:
+        """Wait until every active query has committed a batch newer than now."""
+        self._require_live("checkpoint")
+        with self._lock:
+            start = {
+                name: self.status.queries[name].last_committed_batch
+                for name, query in self.queries.items()
+                if query.isActive
+            }
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                now = {n: self.status.queries[n].last_committed_batch for n in start}
+            if all(b is not None and (start[n] is None or b > start[n]) for n, b in now.items()):
+                return {n: int(b) for n, b in now.items() if b is not None}
+            if self._ending is not None or self._done.is_set():
+                raise JobError(f"Job {self.plan.job_id} is ending; no further checkpoint.")
+            time.sleep(0.1)
+        raise JobError(f"No checkpoint completed within {timeout:.0f} s.")
+
+    # -- restore -------------------------------------------------------------------------
+    def before_start(self, names: list[str]) -> None:
+        if self.plan.restore is None or self._restore is not None:
+            return
+        from flinkish_cli.savepoints.restore import match_queries, open_source
+        from flinkish_cli.storage import open_storage
+
+        self._restore_storage = open_storage(self.plan.restore.source, self.settings)
+        self._restore = open_source(self._restore_storage, self.plan.restore.source)
+        known = names + [n for n in self.status.queries if n not in names]
+        match_queries(self._restore.manifest, known, self.plan.restore.allow_non_restored_state)
+
+    def _restore_query(self, name: str, checkpoint: str) -> None:
+        from flinkish_cli.savepoints.restore import check_rescale, repartition, restore_query
+
+        if self._restore is None or name in self._restored:
+            return
+        query = self._restore.manifest.query(name)
+        if query is None or self.registry.storage.exists(checkpoint):
+            return  # no state for it, or a restart: the job's own checkpoint is newer
+        restore_query(self._restore_storage, self._restore, name, self.registry.storage, checkpoint)
+        self._restored[name] = query.last_committed_batch
+        backend = str(self.plan.flink_conf.get("state.backend.type", "hashmap")).lower()
+        if check_rescale(self._restore.manifest, self.plan.parallelism, backend).count(name):
+            log.info(
+                "Repartitioning the state of query '%s' from %s to %s partitions.",
+                name,
+                query.shuffle_partitions,
+                self.plan.parallelism,
+            )
+            repartition(self.spark, checkpoint, self.plan.parallelism)
+            self._restored[name] += 1
+
+    def _claim_if_done(self) -> None:
+        """claim mode: once every restored query has committed a new batch, the job owns its
+        state and the savepoint (or the old job's query checkpoints) is deleted."""
+        restore = self.plan.restore
+        if self._claimed or self._restore is None or not restore or restore.claim_mode != "claim":
+            return
+        with self._lock:
+            done = all(
+                (self.status.queries[n].last_committed_batch or -1) > batch
+                for n, batch in self._restored.items()
+                if n in self.status.queries
+            )
+        if not done:
+            return
+        self._claimed = True
+        source, storage, names = self._restore, self._restore_storage, list(self._restored)
+
+        def delete() -> None:
+            try:
+                if source.kind == "savepoint":
+                    storage.delete_tree(source.path)
+                else:
+                    for name in names:
+                        storage.delete_tree(source.query_dir(name))
+                log.info("Claimed %s: deleted after the job's first checkpoints.", source.path)
+            except Exception as error:
+                log.warning("Could not delete the claimed %s: %s", source.path, error)
+
+        threading.Thread(target=delete, name="flinkish-claim", daemon=True).start()
 
     def request_end(self, state: JobState, cause: str, graceful: bool) -> bool:
         """Ask the job to end in ``state``; its queries stop in the background."""
@@ -245,6 +424,10 @@ class JobRuntime:
 
     def end(self, error: BaseException | None, program: str | None = None) -> JobState:
         """Stop what still runs and record the final state."""
+        self._done.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._workers.shutdown(wait=True)  # a savepoint being taken completes first
         if error is not None and self._ending is None:
             state, cause = JobState.FAILED, short_cause(error, program)
         elif self._ending is not None:

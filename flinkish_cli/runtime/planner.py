@@ -27,6 +27,9 @@ class QueryPlan:
 class _Planner:
     dry_run = True
 
+    def before_start(self, names: list[str]) -> None:
+        return None
+
     def configure(self, writer: Any, name: str) -> None:
         return None
 

@@ -1,0 +1,41 @@
+"""Disposing of a savepoint: delete it, and refuse anything that is not a savepoint."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flinkish_cli.errors import SavepointError
+from flinkish_cli.savepoints.manifest import METADATA_FILE, Manifest, is_savepoint_name
+
+if TYPE_CHECKING:
+    from flinkish_cli.storage import Storage
+
+
+def dispose(storage: Storage, path: str) -> Manifest:
+    """Delete the savepoint at ``path``; its manifest. Refuses anything that is not one.
+
+    A savepoint is recognised by its name (``savepoint-<6 hex>-<12 hex>``) *and* a readable
+    manifest whose files are all inside it; a directory with only one of the two is left
+    alone. An incomplete savepoint (named like one, no manifest) is refused too: delete it by
+    hand if you are sure.
+    """
+    from flinkish_cli.storage import join
+
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not is_savepoint_name(name):
+        raise SavepointError(
+            f"{path} is not a savepoint: savepoint directories are named "
+            "savepoint-<6 hex>-<12 hex>.",
+            "Nothing was deleted. Give the path that 'flinkish savepoint' printed.",
+        )
+    metadata = join(path, METADATA_FILE)
+    if not storage.exists(metadata):
+        if not storage.exists(path):
+            raise SavepointError(f"{path} does not exist.", "Nothing was deleted.")
+        raise SavepointError(
+            f"{path} has no {METADATA_FILE}: it is not a complete savepoint.",
+            "Nothing was deleted; remove it by hand if it is an interrupted savepoint.",
+        )
+    manifest = Manifest.from_json(storage.read_text(metadata), metadata)
+    storage.delete_tree(path)
+    return manifest

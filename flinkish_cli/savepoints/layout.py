@@ -1,0 +1,114 @@
+"""What Spark keeps in a streaming query's checkpoint, and which files resume a given batch.
+
+A query's checkpoint directory holds::
+
+    metadata                 the query id
+    offsets/<N>              source offsets of batch N (written when the batch starts)
+    commits/<N>              written when batch N has completed
+    sources/<i>/<N>          per-source logs (e.g. the files a file source has read)
+    state/<op>/<partition>/  state store files: <V>.delta / <V>.snapshot (hashmap) or
+                             <V>.zip, <V>.changelog and SSTs/ (RocksDB); version V = batch + 1
+    state/<op>/_metadata/    operator metadata and schemas
+
+Hadoop's local file system keeps a checksum ``.<name>.crc`` next to each file; those travel
+with their file. Files of batch N or state version N + 1 never change once commits/N exists,
+which is what makes a savepoint of a running query consistent: it takes exactly the files of
+the last committed batch C (offsets and commits up to C, state versions up to C + 1), and
+ignores anything a running batch C + 1 is writing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from flinkish_cli.errors import SavepointError
+
+#: State files carry their version first: "12.delta", "12.zip", "12_<uuid>.zip", ...
+_VERSIONED_STATE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
+_BATCH_FILE = re.compile(r"^(\d+)(?:\.compact)?$")
+
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def base_name(name: str) -> str:
+    """``.12.delta.crc`` → ``12.delta``: the data file a checksum file belongs to."""
+    if name.startswith(".") and name.endswith(".crc"):
+        return name[1:-4]
+    return name
+
+
+def batch_files(listing: list[str], last: int) -> list[str]:
+    """Names of batch log files (offsets/, commits/, sources/) for batches up to ``last``."""
+    kept = []
+    for name in listing:
+        match = _BATCH_FILE.match(base_name(name))
+        if match and int(match.group(1)) <= last:
+            kept.append(name)
+    return kept
+
+
+def state_file_needed(relative: str, last_batch: int) -> bool:
+    """Whether a file under ``state/`` belongs to state versions up to ``last_batch + 1``."""
+    match = _VERSIONED_STATE.match(base_name(relative.rsplit("/", 1)[-1]))
+    return match is None or int(match.group(1)) <= last_batch + 1
+
+
+@dataclass
+class OffsetLogEntry:
+    """``offsets/<N>``: the batch's watermark, the SQL settings it ran with, source offsets."""
+
+    batch_id: int
+    watermark_ms: int
+    conf: dict[str, str]
+    sources: list[Any]
+
+    @property
+    def shuffle_partitions(self) -> int | None:
+        value = self.conf.get("spark.sql.shuffle.partitions")
+        return int(value) if value else None
+
+    @property
+    def state_store_provider(self) -> str | None:
+        return self.conf.get("spark.sql.streaming.stateStore.providerClass")
+
+
+def parse_offsets(batch_id: int, text: str) -> OffsetLogEntry:
+    """Parse an offset log file (``v1`` header, metadata line, one line per source)."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("v"):
+        raise SavepointError(f"offsets/{batch_id} is not a Spark offset log entry.")
+    metadata = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
+    sources: list[Any] = []
+    for line in lines[2:]:
+        line = line.strip()
+        if not line or line == "-":
+            sources.append(None)
+            continue
+        try:
+            sources.append(json.loads(line))
+        except ValueError:
+            sources.append(line)
+    return OffsetLogEntry(
+        batch_id=batch_id,
+        watermark_ms=int(metadata.get("batchWatermarkMs", 0)),
+        conf={k: str(v) for k, v in (metadata.get("conf") or {}).items()},
+        sources=sources,
+    )
+
+
+@dataclass
+class StateOperator:
+    """A stateful operator of a query: its id, partitions and store names."""
+
+    operator_id: int
+    partitions: int
+    stores: list[str] = field(default_factory=list)
+
+
+def numbered(names: list[str]) -> list[int]:
+    """The batch numbers among ``names`` (ignoring checksums, temp and compact files)."""
+    return sorted(int(n) for n in names if n.isdigit())
