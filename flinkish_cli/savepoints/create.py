@@ -71,11 +71,8 @@ def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot
     for info in storage.walk(directory):
         relative = _relative(directory, info.path)
         parts = relative.split("/")
-        if (
-            relative.endswith(".tmp")
-            or parts[-1].startswith(".")
-            and not parts[-1].endswith(".crc")
-        ):
+        hidden = parts[-1].startswith(".") and not parts[-1].endswith(".crc")
+        if relative.endswith(".tmp") or hidden:
             continue
         top = parts[0]
         if top in ("offsets", "commits", "sources"):
@@ -87,9 +84,9 @@ def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot
             if len(parts) >= 4 and parts[1].isdigit() and parts[2].isdigit():
                 operators.setdefault(int(parts[1]), set())
                 partitions.setdefault(int(parts[1]), set()).add(parts[2])
-                if len(parts) >= 5 and not parts[3].startswith(".") and parts[3] != "SSTs":
-                    if not layout.base_name(parts[3])[0].isdigit():
-                        operators[int(parts[1])].add(parts[3])
+                store = parts[3] if len(parts) >= 5 else ""
+                if store and not store.startswith(".") and store != "SSTs":
+                    operators[int(parts[1])].add(store)
         else:
             files.append(relative)
     metadata_id = None
