@@ -26,11 +26,6 @@ SECRET_FROM_SPARK = {
 
 def main() -> None:
     """Entry point of every job's driver."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     from pyspark import SparkConf, SparkContext
 
     SparkContext._ensure_initialized()  # attach to spark-submit's JVM to read its configuration
@@ -40,7 +35,29 @@ def main() -> None:
         log.error("%s is not set: this program is started by 'flinkish run'.", PLAN_CONF_KEY)
         sys.exit(2)
     plan = JobPlan.decode(token)
+    log_to_file(plan)
     sys.exit(run_job(plan, conf))
+
+
+def log_to_file(plan: JobPlan) -> None:
+    """Send the driver's Python logging, warnings and standard error to the job's log.
+
+    Standard output stays: what the script prints is shown by an attached ``run``. On a
+    cluster (no local log file) everything stays on the driver's own streams.
+    """
+    handler: logging.Handler
+    if plan.log_path and plan.deploy_mode == "client":
+        stream = open(plan.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        sys.stderr = stream
+        handler = logging.StreamHandler(stream)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    logging.captureWarnings(True)
 
 
 def storage_flat_conf(plan: JobPlan, spark_conf: Any) -> dict[str, str]:

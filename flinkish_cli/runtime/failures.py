@@ -13,10 +13,9 @@ def short_cause(error: BaseException, program: str | None = None) -> str:
     text = str(error).strip()
     lines = [line.rstrip() for line in text.splitlines()]
     if "Traceback (most recent call last)" in text:  # an error inside a Python UDF
-        tail = [line for line in lines if line and not line.startswith((" ", "\t"))]
-        python_error = next((line for line in reversed(tail) if ":" in line), tail[-1:])
         head = lines[0] if lines else ""
-        lines = [head, f"Caused by (Python): {python_error}"] if head != python_error else [head]
+        python_error = _python_exception_line(lines)
+        lines = [head, f"Caused by (Python): {python_error}"] if python_error else [head]
     else:
         lines = [
             line
@@ -34,6 +33,18 @@ def short_cause(error: BaseException, program: str | None = None) -> str:
     if where:
         message += f"\n  at {where}"
     return message[:MAX_CHARS]
+
+
+def _python_exception_line(lines: list[str]) -> str | None:
+    """The exception line that ends the first Python traceback in ``lines``."""
+    in_traceback = False
+    for line in lines:
+        if "Traceback (most recent call last)" in line:
+            in_traceback = True
+            continue
+        if in_traceback and line and not line.startswith((" ", "\t")):
+            return line.strip()
+    return None
 
 
 def _location(error: BaseException, program: str | None) -> str | None:

@@ -15,6 +15,7 @@ End states, as Flink's:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -165,6 +166,22 @@ class JobRuntime:
             entry.record(Progress.from_spark(progress))
         self._dirty.set()
         self._claim_if_done()
+
+    def reconcile(self) -> None:
+        """Record batches the (asynchronous) listener has not reported yet."""
+        for name, query in list(self.queries.items()):
+            try:
+                recent = query.recentProgress
+            except Exception:  # the JVM may be going away
+                continue
+            with self._lock:
+                entry = self.status.queries[name]
+                last = entry.last_committed_batch if entry.last_committed_batch is not None else -1
+                for progress in recent:
+                    document = progress if isinstance(progress, dict) else json.loads(progress.json)
+                    if int(document.get("batchId", -1)) > last:
+                        entry.record(Progress.from_spark(document))
+                        last = entry.last_committed_batch or last
 
     def on_terminated(self, query_id: str, exception: str | None) -> None:
         with self._lock:
@@ -440,10 +457,10 @@ class JobRuntime:
                     query.stop()
             except Exception as stop_error:
                 log.warning("Stopping query '%s': %s", name, stop_error)
+        self.reconcile()
         with self._lock:
             for entry in self.status.queries.values():
                 entry.active = False
-        self._done.set()
         self._set_state(state, cause if state is not JobState.FINISHED else None)
         log.info("Job %s ended %s.%s", self.plan.job_id, state.value, f" {cause}" if cause else "")
         if self.plan.run_dir and os.path.isdir(self.plan.run_dir):

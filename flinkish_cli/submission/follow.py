@@ -43,6 +43,7 @@ def follow(
                     if progress.batch_id > seen.get(name, -1):
                         batches.append((name, progress))
                         seen[name] = progress.batch_id
+            batches.sort(key=lambda item: (item[1].timestamp, item[0]))
             if exited and not status.state.is_terminal:
                 status = registry.find(job_id) or status
                 if not status.state.is_terminal:

@@ -40,3 +40,18 @@ def test_script_error_points_at_the_script_line(tmp_path) -> None:
         cause = short_cause(error, str(script))
     assert cause.startswith("KeyError: 'missing column'")
     assert f"{script}:2" in cause
+
+
+def test_python_udf_error_inside_a_spark_message() -> None:
+    error = StreamingQueryException(
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: [PYTHON_EXCEPTION] An "
+        "exception was thrown from the Python worker: Traceback (most recent call last):\n"
+        '  File "/jobs/x.py", line 10, in explode_on\n'
+        '    raise ValueError(f"negative price: {value}")\n'
+        "ValueError: negative price: 0\n"
+        "\n"
+        "~WriteToMicroBatchDataSourceV1 FileSink[file:/out], Append\n"
+    )
+    cause = short_cause(error)
+    assert "Caused by (Python): ValueError: negative price: 0" in cause
+    assert "FileSink" not in cause

@@ -1,0 +1,12 @@
+"""Shared pytest configuration and fixtures for the whole test suite.
+
+Fixtures live in modules under ``tests/fixtures/`` and are registered here as plugins, one
+line each, so each group of fixtures has one owner and one place.
+"""
+
+pytest_plugins = [
+    # S3: a real moto server on loopback (s3_server, s3_bucket); see tests/fixtures/s3server.py
+    "tests.fixtures.s3server",
+    # flinkish_env: private configuration and directories, and the real CLI as a process
+    "tests.fixtures.flinkish_env",
+]
