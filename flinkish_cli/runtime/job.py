@@ -298,7 +298,11 @@ class JobRuntime:
             raise
 
     def wait_for_checkpoint(self, timeout: float) -> dict[str, int]:
-        """Wait until every active query has committed a batch newer than now."""
+        """Wait until every active query has committed a batch newer than now.
+
+        Spark runs no batch while there is no new input: a query that is idle with all its
+        input committed is already at a complete checkpoint, its last committed batch.
+        """
         self._require_live("checkpoint")
         with self._lock:
             start = {
@@ -310,12 +314,23 @@ class JobRuntime:
         while time.monotonic() < deadline:
             with self._lock:
                 now = {n: self.status.queries[n].last_committed_batch for n in start}
-            if all(b is not None and (start[n] is None or b > start[n]) for n, b in now.items()):
+            if all(
+                b is not None and (start[n] is None or b > start[n] or self._idle(n))
+                for n, b in now.items()
+            ):
                 return {n: int(b) for n, b in now.items() if b is not None}
             if self._ending is not None or self._done.is_set():
                 raise JobError(f"Job {self.plan.job_id} is ending; no further checkpoint.")
             time.sleep(0.1)
         raise JobError(f"No checkpoint completed within {timeout:.0f} s.")
+
+    def _idle(self, name: str) -> bool:
+        """The query waits for input and has committed everything it has read."""
+        try:
+            status = self.queries[name].status
+        except Exception:
+            return False
+        return not status.get("isDataAvailable") and not status.get("isTriggerActive")
 
     # -- restore -------------------------------------------------------------------------
     def before_start(self, names: list[str]) -> None:

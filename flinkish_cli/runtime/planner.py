@@ -42,23 +42,26 @@ class _Planner:
 
 def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[QueryPlan]:
     """Run ``entry`` in dry-run mode and explain every query it would start."""
-    from pyspark.sql import SparkSession
-
+    from flinkish_cli.errors import FlinkishError, JobError
+    from flinkish_cli.runtime.failures import short_cause
+    from flinkish_cli.runtime.local_spark import local_session
     from flinkish_cli.runtime.program import run_program
 
-    builder = SparkSession.builder.master(master)
-    for key, value in spark_conf.items():
-        builder = builder.config(key, value)
-    spark = builder.config("spark.ui.enabled", "false").getOrCreate()
-    controller = hooks.QueryController(_Planner())
-    hooks.install(controller)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            try:
+    with local_session(master, spark_conf):
+        controller = hooks.QueryController(_Planner())
+        hooks.install(controller)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
                 run_program(entry)
-            except SystemExit as exit_:
-                if exit_.code not in (None, 0):
-                    raise
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                raise JobError(f"The job's program exited with status {exit_.code}.") from None
+        except FlinkishError:
+            raise
+        except Exception as error:
+            raise JobError(
+                f"The job's program failed while being planned: {short_cause(error, entry.target)}"
+            ) from error
         plans = []
         for name, writer in controller.writers.items():
             buffer = io.StringIO()
@@ -66,5 +69,3 @@ def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[
                 writer._df.explain(extended=True)
             plans.append(QueryPlan(name=name, plan=buffer.getvalue().rstrip()))
         return plans
-    finally:
-        hooks.stop_session(spark)

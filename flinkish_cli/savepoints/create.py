@@ -85,7 +85,7 @@ def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot
                 operators.setdefault(int(parts[1]), set())
                 partitions.setdefault(int(parts[1]), set()).add(parts[2])
                 store = parts[3] if len(parts) >= 5 else ""
-                if store and not store.startswith(".") and store != "SSTs":
+                if store and not store.startswith((".", "_")) and store != "SSTs":
                     operators[int(parts[1])].add(store)
         else:
             files.append(relative)

@@ -26,16 +26,13 @@ def count_state_rows(
     path: str, manifest: Manifest, spark_conf: dict[str, str]
 ) -> list[OperatorRows]:
     """Count the state rows of every stateful operator in the savepoint at ``path``."""
-    from pyspark.sql import SparkSession
-
+    from flinkish_cli.errors import SavepointError
+    from flinkish_cli.runtime.failures import short_cause
+    from flinkish_cli.runtime.local_spark import local_session
     from flinkish_cli.storage import join
 
-    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-    for key, value in spark_conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
     results = []
-    try:
+    with local_session("local[1]", spark_conf) as spark:
         for query in manifest.queries:
             for operator in query.operators:
                 counts: dict[str, int] = {}
@@ -47,12 +44,16 @@ def count_state_rows(
                     )
                     if store != "default":
                         reader = reader.option("storeName", store)
-                    counts[store] = reader.load(join(path, query.name)).count()
+                    try:
+                        counts[store] = reader.load(join(path, query.name)).count()
+                    except Exception as error:
+                        raise SavepointError(
+                            f"Spark could not read the state of query '{query.name}' "
+                            f"(operator {operator.operator_id}): {short_cause(error)}"
+                        ) from error
                 results.append(
                     OperatorRows(query.name, operator.operator_id, operator.partitions, counts)
                 )
-    finally:
-        spark.stop()
     return results
 
 

@@ -27,7 +27,6 @@ def info(
 ) -> None:
     """Print the plan of each streaming query of a job without running it."""
     import logging
-    import os
 
     from flinkish_cli.config import to_spark
     from flinkish_cli.submission.plan import Entry
@@ -40,12 +39,11 @@ def info(
     translation = to_spark(config)
     master = translation.master if translation.master.startswith("local") else "local[*]"
     conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
-    os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     from flinkish_cli.runtime.planner import plan_queries
 
     entry = Entry(kind="file", target=str(script), args=list(job_args))
-    plans = _quietly(lambda: plan_queries(entry, conf, master))
+    plans = plan_queries(entry, conf, master)
     if output == "json":
         print_json({"job": str(script), "queries": [p.__dict__ for p in plans]})
         return
@@ -55,18 +53,3 @@ def info(
         echo(f"== Query '{plan.name}' ==")
         echo(plan.plan)
         echo()
-
-
-def _quietly(action):  # type: ignore[no-untyped-def]
-    """Run ``action`` with the JVM's console output silenced (it goes to /dev/null)."""
-    import os
-
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        return action()
-    finally:
-        os.dup2(saved, 2)
-        os.close(devnull)
-        os.close(saved)
