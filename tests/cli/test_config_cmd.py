@@ -58,8 +58,12 @@ def test_plain_table(conf: Path) -> None:
     assert row[columns[1] :].startswith("myconf/flink-conf.yaml:1 ")
     assert row[columns[2] :].startswith("mapped ")
     assert "spark.sql.shuffle.partitions=3; spark.default.parallelism=3" in row
-    assert any(line.startswith("jobmanager.rpc.address ") and "not-applicable" in line for line in lines)
-    assert any(line.startswith("spark.sql.adaptive.enabled ") and "passthrough" in line for line in lines)
+    assert any(
+        line.startswith("jobmanager.rpc.address ") and "not-applicable" in line for line in lines
+    )
+    assert any(
+        line.startswith("spark.sql.adaptive.enabled ") and "passthrough" in line for line in lines
+    )
     assert lines[-1] == "Spark master without -m or -t: local[3]"
     assert SECRET not in result.stdout
     assert SECRET not in result.stderr
@@ -136,11 +140,14 @@ def test_rich_table_on_a_terminal(conf: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr("flinkish_cli.cli.output.is_terminal", lambda stream=None: True)
     monkeypatch.setattr("flinkish_cli.cli.commands.config_cmd.is_terminal", lambda: True)
     monkeypatch.setenv("COLUMNS", "250")
-    result = invoke("--conf-dir", str(conf))
+    result = invoke("--conf-dir", str(conf), "-D", "spark.x=[abc]")
     assert result.exit_code == 0
     assert "parallelism.default" in result.stdout
     assert "┃" in result.stdout or "│" in result.stdout
+    assert "[abc]" in result.stdout  # values are escaped, not read as rich markup
     assert SECRET not in result.stdout
+    one = invoke("--conf-dir", str(conf), "-k", "s3.secret-key")
+    assert "******" in one.stdout and SECRET not in one.stdout
 
 
 def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -153,7 +160,9 @@ def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
 def test_bad_value_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     directory = tmp_path / "bad"
     directory.mkdir()
-    (directory / "flink-conf.yaml").write_text("# x\nexecution.checkpointing.interval: 10 parsecs\n")
+    (directory / "flink-conf.yaml").write_text(
+        "# x\nexecution.checkpointing.interval: 10 parsecs\n"
+    )
     code, out, err = _main(["config", "--conf-dir", str(directory)], capsys)
     assert code == 1
     assert out == ""

@@ -41,8 +41,15 @@ def test_attached_batch_run_processes_everything_and_finishes(flinkish_env: Flin
         write_events(inputs, _rows(start, 10))
     output = flinkish_env.root / "out"
     result = flinkish_env.run(
-        "run", "-D", "execution.runtime-mode=BATCH", COUNTS_JOB,
-        "--input", str(inputs), "--output", str(output), check=True,
+        "run",
+        "-D",
+        "execution.runtime-mode=BATCH",
+        COUNTS_JOB,
+        "--input",
+        str(inputs),
+        "--output",
+        str(output),
+        check=True,
     )
     job_id = job_id_of(result.stdout)
     assert len(job_id) == 32
@@ -120,7 +127,10 @@ def test_udf_failure_is_reported_in_a_few_lines(flinkish_env: FlinkishEnv) -> No
     inputs = flinkish_env.root / "in"
     write_events(inputs, _rows(0, 3))
     result = flinkish_env.run(
-        "run", str(JOBS / "fails_in_batch.py"), str(inputs), str(flinkish_env.root / "out"),
+        "run",
+        str(JOBS / "fails_in_batch.py"),
+        str(inputs),
+        str(flinkish_env.root / "out"),
         check=False,
     )
     assert result.returncode == 1
@@ -137,8 +147,13 @@ def test_batch_mode_waits_for_every_query(flinkish_env: FlinkishEnv) -> None:
             write_events(inputs / name, _rows(index * 10, 10))
     output = flinkish_env.root / "out"
     flinkish_env.run(
-        "run", "-D", "execution.runtime-mode=BATCH", str(JOBS / "three_queries.py"),
-        str(inputs), str(output), check=True,
+        "run",
+        "-D",
+        "execution.runtime-mode=BATCH",
+        str(JOBS / "three_queries.py"),
+        str(inputs),
+        str(output),
+        check=True,
     )
     for name, files in sizes.items():
         assert len(read_json_dir(output / name)) == files * 10, name
@@ -169,7 +184,13 @@ def test_killed_driver_does_not_stay_running(flinkish_env: FlinkishEnv) -> None:
     inputs = flinkish_env.root / "in"
     write_events(inputs, _rows(0, 10))
     result = flinkish_env.run(
-        "run", "-d", COUNTS_JOB, "--input", str(inputs), "--output", str(flinkish_env.root / "o"),
+        "run",
+        "-d",
+        COUNTS_JOB,
+        "--input",
+        str(inputs),
+        "--output",
+        str(flinkish_env.root / "o"),
         check=True,
     )
     job_id = job_id_of(result.stdout)

@@ -1,0 +1,73 @@
+"""Local, S3 and HDFS file access shared by the registry, the runtime and savepoints.
+
+The public interface::
+
+    from flinkish_cli.storage import open_storage, Storage, StorageSettings, join, FileInfo
+
+    storage = open_storage("s3://bucket/checkpoints", StorageSettings.from_flink(flat_conf))
+    storage.write_text(join("s3://bucket/checkpoints", "job", "status.json"), text)
+
+:func:`open_storage` picks the backend by the URI's scheme. Importing this package is cheap:
+boto3 is imported when an S3 storage is first used, and pyspark never (HDFS storage uses the
+JVM of a Spark session that already runs). Modules: :mod:`.uri` (paths and URIs),
+:mod:`.settings`, :mod:`.base` (the interface), :mod:`.local`, :mod:`.s3`, :mod:`.hdfs`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flinkish_cli.storage.base import CopyStats, FileInfo, Storage, StorageNotFoundError
+from flinkish_cli.storage.local import LocalStorage
+from flinkish_cli.storage.settings import StorageSettings
+from flinkish_cli.storage.uri import HDFS, LOCAL, S3_SCHEMES, check_uri, join, relative_to
+
+if TYPE_CHECKING:
+    from flinkish_cli.storage.hdfs import HdfsStorage
+    from flinkish_cli.storage.s3 import S3Storage
+
+__all__ = [
+    "CopyStats",
+    "FileInfo",
+    "HdfsStorage",
+    "LocalStorage",
+    "S3Storage",
+    "Storage",
+    "StorageNotFoundError",
+    "StorageSettings",
+    "join",
+    "open_storage",
+    "relative_to",
+]
+
+
+def open_storage(uri: str, settings: StorageSettings | None = None) -> Storage:
+    """The storage that holds ``uri``: a plain path or ``file://`` is the local disk,
+    ``s3://`` and ``s3a://`` are S3, ``hdfs://`` is HDFS (only inside a Spark driver).
+
+    Raises :class:`~flinkish_cli.errors.StorageError` for an unsupported scheme or a
+    malformed URI. Nothing is contacted yet; the first operation does that.
+    """
+    scheme = check_uri(uri)
+    if scheme == LOCAL:
+        return LocalStorage(uri, settings)
+    if scheme in S3_SCHEMES:
+        from flinkish_cli.storage.s3 import S3Storage
+
+        return S3Storage(uri, settings)
+    assert scheme == HDFS
+    from flinkish_cli.storage.hdfs import HdfsStorage
+
+    return HdfsStorage(uri, settings)
+
+
+def __getattr__(name: str) -> Any:  # S3Storage and HdfsStorage, imported when asked for
+    if name == "S3Storage":
+        from flinkish_cli.storage.s3 import S3Storage
+
+        return S3Storage
+    if name == "HdfsStorage":
+        from flinkish_cli.storage.hdfs import HdfsStorage
+
+        return HdfsStorage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,285 @@
+"""The :class:`Storage` interface that every backend implements, and what they share.
+
+This module owns the contract (what each operation promises, on every backend), the value
+types :class:`FileInfo` and :class:`CopyStats`, :class:`StorageNotFoundError`, and the
+backend-independent parts: text helpers, streaming SHA-256, and the parallel driver of
+:meth:`Storage.copy_tree`, which asks the source backend how to copy each file
+(:meth:`Storage._copy_file`) so each pair of backends can use its fast path.
+
+Contract, for all backends:
+
+- paths are full URIs or local paths, as strings; paths returned by :meth:`Storage.list` and
+  :meth:`Storage.walk` are the directory *as the caller spelled it* joined with the
+  relative name, so ``relative_to(dir, info.path)`` always works;
+- writes are atomic: a reader sees the old content or the new, never part of a file;
+- a missing file read raises :class:`StorageNotFoundError` (both a ``StorageError`` and a
+  ``FileNotFoundError``); listing a missing directory gives nothing (S3 cannot tell a missing
+  "directory" from an empty one, so no backend does);
+- every failure a user can fix is a :class:`~flinkish_cli.errors.StorageError` with a hint,
+  and no message ever contains an S3 key.
+"""
+
+from __future__ import annotations
+
+import abc
+import errno
+import hashlib
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from flinkish_cli.errors import StorageError
+from flinkish_cli.storage.settings import StorageSettings
+from flinkish_cli.storage.uri import check_relative, join, relative_to
+
+CHUNK = 1024 * 1024
+"""Bytes read at a time when streaming (checksums, copies between backends)."""
+
+TEMP_MARK = ".flinkish-tmp"
+"""Atomic writes use temporary files ``.<name>.<random><TEMP_MARK>``; listings skip them."""
+
+LINKED, SERVER_SIDE, TRANSFERRED = "linked", "server_side", "transferred"
+
+
+class StorageNotFoundError(StorageError, FileNotFoundError):
+    """A file that does not exist (catch it as ``FileNotFoundError`` or ``StorageError``)."""
+
+    def __init__(self, path: str, hint: str | None = None) -> None:
+        super().__init__(f"{path} does not exist.", hint)
+        self.errno = errno.ENOENT
+        self.filename = path
+        self.path = path
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One entry of a listing: a file, or a directory (``size`` 0, and on S3 ``mtime`` None)."""
+
+    path: str
+    name: str
+    size: int
+    is_dir: bool
+    mtime: float | None = None
+
+
+@dataclass
+class CopyStats:
+    """What :meth:`Storage.copy_tree` did: files and bytes, and how each file travelled."""
+
+    files: int = 0
+    bytes: int = 0
+    linked: int = 0
+    server_side: int = 0
+    transferred: int = 0
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        how = [
+            f"{n} {label}"
+            for n, label in (
+                (self.linked, "hard-linked"),
+                (self.server_side, "copied server-side"),
+                (self.transferred, "transferred"),
+            )
+            if n
+        ]
+        detail = f" ({', '.join(how)})" if how else ""
+        return f"{self.files} files, {_human(self.bytes)} in {self.seconds:.2f} s{detail}"
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+class Storage(abc.ABC):
+    """A file system reached by URI: the local disk, S3, or HDFS (see the module contract)."""
+
+    scheme: str = ""
+
+    def __init__(self, root: str, settings: StorageSettings | None = None) -> None:
+        self.root = root
+        self.settings = settings or StorageSettings()
+
+    # -- description -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """A short description for messages (never with secrets)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()})"
+
+    # -- queries ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is a file or a directory (on S3: a key, or a prefix ``path/``)."""
+
+    @abc.abstractmethod
+    def is_dir(self, path: str) -> bool:
+        """Whether ``path`` is a directory (on S3: some key starts with ``path/``)."""
+
+    @abc.abstractmethod
+    def stat(self, path: str) -> FileInfo:
+        """The :class:`FileInfo` of the file ``path``; :class:`StorageNotFoundError` if none."""
+
+    def size(self, path: str) -> int:
+        """The size of the file ``path`` in bytes."""
+        return self.stat(path).size
+
+    @abc.abstractmethod
+    def list(self, path: str) -> list[FileInfo]:
+        """The immediate children of the directory ``path``, files and directories."""
+
+    @abc.abstractmethod
+    def walk(self, path: str) -> Iterator[FileInfo]:
+        """Every file under the directory ``path``, at any depth (directories are not given)."""
+
+    # -- reading ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def open_read(self, path: str) -> BinaryIO:
+        """A binary stream of the file ``path`` (close it, or use it in a ``with``)."""
+
+    def read_bytes(self, path: str) -> bytes:
+        """The whole content of the file ``path``."""
+        with self.open_read(path) as stream:
+            return stream.read()
+
+    def read_text(self, path: str, encoding: str = "utf-8") -> str:
+        return self.read_bytes(path).decode(encoding)
+
+    def checksum(self, path: str) -> str:
+        """The SHA-256 (hex) of the file ``path``, read as a stream."""
+        digest = hashlib.sha256()
+        with self.open_read(path) as stream:
+            while chunk := stream.read(CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    @abc.abstractmethod
+    def download_file(self, src: str, local_path: str) -> None:
+        """Copy the file ``src`` to the local file ``local_path`` (atomically, streaming)."""
+
+    # -- writing ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Replace the file ``path`` with ``data`` atomically (creating directories)."""
+
+    def write_text(self, path: str, text: str, encoding: str = "utf-8") -> None:
+        self.write_bytes(path, text.encode(encoding))
+
+    @abc.abstractmethod
+    def write_stream(self, path: str, stream: BinaryIO) -> None:
+        """Replace the file ``path`` with what ``stream`` holds, atomically, without holding
+        it all in memory."""
+
+    @abc.abstractmethod
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        """Create the file ``path`` with ``data`` unless it exists; whether it was created."""
+
+    @abc.abstractmethod
+    def upload_file(self, local_path: str, dest: str) -> None:
+        """Copy the local file ``local_path`` to ``dest`` (atomically, streaming)."""
+
+    @abc.abstractmethod
+    def mkdirs(self, path: str) -> None:
+        """Create the directory ``path`` and its parents (nothing to do on S3)."""
+
+    @abc.abstractmethod
+    def delete(self, path: str) -> None:
+        """Delete the file ``path``; nothing happens if it does not exist."""
+
+    @abc.abstractmethod
+    def delete_tree(self, path: str) -> None:
+        """Delete the directory ``path`` and everything under it; fine if it is missing."""
+
+    # -- copying ---------------------------------------------------------------------------
+    def copy_tree(
+        self,
+        src_dir: str,
+        dest_storage: Storage,
+        dest_dir: str,
+        files: Iterable[str] | None = None,
+        link: bool = True,
+    ) -> CopyStats:
+        """Copy ``files`` (paths relative to ``src_dir``; all files if None) to ``dest_dir``.
+
+        Files are copied in parallel (``settings.max_workers`` of the source), each by the
+        fastest way the two backends allow: a hard link on one local file system (when
+        ``link``), a server-side copy within one S3 endpoint, otherwise a streaming
+        (multipart, for big files) transfer. Each file lands atomically; on the first failure
+        the remaining files are not started and the error is raised (what was copied stays).
+        """
+        started = time.monotonic()
+        sizes = self._source_sizes(src_dir, files)
+        stats = CopyStats(files=len(sizes), bytes=sum(s for s in sizes.values() if s))
+        if not sizes:
+            stats.seconds = time.monotonic() - started
+            return stats
+        dest_storage.mkdirs(dest_dir)
+        self._before_copy(dest_storage, dest_dir, sizes)
+
+        def one(name: str) -> str:
+            return self._copy_file(
+                join(src_dir, name), dest_storage, join(dest_dir, name), sizes[name], link
+            )
+
+        workers = max(1, min(self.settings.max_workers, len(sizes)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flinkish-copy") as pool:
+            futures: list[Future[str]] = [pool.submit(one, name) for name in sizes]
+            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in pending:
+                future.cancel()
+            for future in futures:
+                if future.done() and not future.cancelled() and future.exception() is not None:
+                    raise future.exception()  # type: ignore[misc]
+        for future in futures:
+            kind = future.result()
+            setattr(stats, kind, getattr(stats, kind) + 1)
+        stats.seconds = time.monotonic() - started
+        return stats
+
+    def _source_sizes(self, src_dir: str, files: Iterable[str] | None) -> dict[str, int | None]:
+        """``relative name -> size`` of the files to copy (sizes from one listing)."""
+        listed = {relative_to(src_dir, info.path): info.size for info in self.walk(src_dir)}
+        if files is None:
+            return listed
+        wanted = [check_relative(name) for name in files]
+        missing = [name for name in wanted if name not in listed]
+        if missing:
+            shown = ", ".join(missing[:5]) + (
+                f" and {len(missing) - 5} more" if missing[5:] else ""
+            )
+            raise StorageNotFoundError(
+                join(src_dir, missing[0]),
+                f"{len(missing)} of the files to copy from {src_dir} are missing: {shown}.",
+            )
+        return {name: listed[name] for name in dict.fromkeys(wanted)}
+
+    def _before_copy(self, dest: Storage, dest_dir: str, sizes: dict[str, int | None]) -> None:
+        """Prepare ``dest_dir`` before the files are copied in parallel (create directories)."""
+        parents = {name.rpartition("/")[0] for name in sizes}
+        for parent in sorted(p for p in parents if p):
+            dest.mkdirs(join(dest_dir, parent))
+
+    def _copy_file(
+        self, src: str, dest: Storage, dest_path: str, size: int | None, link: bool
+    ) -> str:
+        """Copy one file to ``dest``; which way it went (LINKED, SERVER_SIDE or TRANSFERRED).
+
+        This generic way streams through this process; backends override it for their fast
+        paths and call it for the rest.
+        """
+        from flinkish_cli.storage.local import LocalStorage
+
+        if isinstance(dest, LocalStorage):
+            self.download_file(src, dest_path)
+        else:
+            with self.open_read(src) as stream:
+                dest.write_stream(dest_path, stream)
+        return TRANSFERRED

@@ -1,0 +1,336 @@
+"""The local file system as a :class:`~flinkish_cli.storage.base.Storage`.
+
+This module owns everything flinkish does on local disk: atomic writes (a temporary file in
+the same directory, ``fsync``, ``os.replace``), exclusive creation (a complete temporary
+file hard-linked into place, which fails if the name exists), and local copies for
+``copy_tree``: hard links on one file system, falling back to copying (``EXDEV`` across
+devices, or any file system that refuses links). It accepts plain paths (absolute,
+relative to the working directory, ``~``) and ``file:`` URIs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat as stat_module
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from flinkish_cli.errors import StorageError
+from flinkish_cli.storage.base import (
+    CHUNK,
+    LINKED,
+    TEMP_MARK,
+    TRANSFERRED,
+    FileInfo,
+    Storage,
+    StorageNotFoundError,
+)
+from flinkish_cli.storage.settings import StorageSettings
+from flinkish_cli.storage.uri import join, local_path
+
+
+def temp_name(path: str) -> str:
+    """A fresh temporary name beside ``path`` (hidden, and skipped by listings)."""
+    head, _, name = path.rpartition("/")
+    return f"{head}/.{name}.{uuid.uuid4().hex[:12]}{TEMP_MARK}"
+
+
+def is_temp(name: str) -> bool:
+    return name.startswith(".") and name.endswith(TEMP_MARK)
+
+
+class LocalStorage(Storage):
+    """Files on this machine's disks."""
+
+    scheme = "file"
+
+    def __init__(self, root: str = ".", settings: StorageSettings | None = None) -> None:
+        super().__init__(root, settings)
+        self._links_work = True  # set to False after the first EXDEV: stop trying to link
+
+    def describe(self) -> str:
+        return f"local directory {local_path(self.root)}"
+
+    # -- errors ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self, action: str, path: str) -> Iterator[None]:
+        try:
+            yield
+        except StorageError:
+            raise
+        except FileNotFoundError as error:
+            raise StorageNotFoundError(path) from error
+        except OSError as error:
+            raise _translate(error, action, path) from error
+
+    # -- queries ---------------------------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        return os.path.exists(local_path(path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(local_path(path))
+
+    def stat(self, path: str) -> FileInfo:
+        with self._errors("read", path):
+            st = os.stat(local_path(path))
+        is_dir = stat_module.S_ISDIR(st.st_mode)
+        name = path.rstrip("/").rpartition("/")[2]
+        return FileInfo(path, name, 0 if is_dir else st.st_size, is_dir, st.st_mtime)
+
+    def list(self, path: str) -> list[FileInfo]:
+        directory = local_path(path)
+        if not os.path.exists(directory):
+            return []
+        if not os.path.isdir(directory):
+            raise StorageError(f"{path} is a file, not a directory.")
+        found = []
+        with self._errors("list", path), os.scandir(directory) as entries:
+            for entry in entries:
+                if is_temp(entry.name):
+                    continue
+                try:
+                    is_dir = entry.is_dir()
+                    st = entry.stat()
+                except FileNotFoundError:  # deleted while listing
+                    continue
+                found.append(
+                    FileInfo(
+                        join(path, entry.name),
+                        entry.name,
+                        0 if is_dir else st.st_size,
+                        is_dir,
+                        st.st_mtime,
+                    )
+                )
+        return sorted(found, key=lambda info: info.name)
+
+    def walk(self, path: str) -> Iterator[FileInfo]:
+        directory = local_path(path)
+        if os.path.isfile(directory):
+            raise StorageError(f"{path} is a file, not a directory.")
+
+        def fail(error: OSError) -> None:
+            if not isinstance(error, FileNotFoundError):
+                raise _translate(error, "list", path) from error
+
+        for top, dirs, names in os.walk(directory, onerror=fail):
+            dirs.sort()
+            relative = os.path.relpath(top, directory)
+            base = path if relative == "." else join(path, relative.replace(os.sep, "/"))
+            for name in sorted(names):
+                if is_temp(name):
+                    continue
+                try:
+                    st = os.stat(os.path.join(top, name))
+                except FileNotFoundError:
+                    continue
+                yield FileInfo(join(base, name), name, st.st_size, False, st.st_mtime)
+
+    # -- reading ---------------------------------------------------------------------------
+    def open_read(self, path: str) -> BinaryIO:
+        with self._errors("read", path):
+            return open(local_path(path), "rb")
+
+    def read_bytes(self, path: str) -> bytes:
+        with self._errors("read", path), open(local_path(path), "rb") as stream:
+            return stream.read()
+
+    def download_file(self, src: str, local_dest: str) -> None:
+        self._copy_local(local_path(src), local_path(local_dest), src)
+
+    # -- writing ---------------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._write_atomic(path, lambda out: out.write(data))
+
+    def write_stream(self, path: str, stream: BinaryIO) -> None:
+        self._write_atomic(path, lambda out: shutil.copyfileobj(stream, out, CHUNK))
+
+    def _write_atomic(self, path: str, fill: object) -> None:
+        target = local_path(path)
+        with self._errors("write", path):
+            tmp = self._write_temp(target, fill)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                _unlink_quietly(tmp)
+                raise
+            _fsync_dir(os.path.dirname(target))
+
+    def _write_temp(self, target: str, fill: object) -> str:
+        """A complete, fsynced temporary file beside ``target``, filled by ``fill(file)``."""
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = temp_name(target)
+        # os.open with 0o666 so the umask applies, as for any file (mkstemp would give 0600).
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                fill(out)  # type: ignore[operator]
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        return tmp
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        target = local_path(path)
+        with self._errors("create", path):
+            tmp = self._write_temp(target, lambda out: out.write(data))
+            try:
+                os.link(tmp, target)  # atomic, fails if the name exists: O_CREAT|O_EXCL
+            except FileExistsError:
+                return False
+            except OSError as error:
+                if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    raise
+                return self._create_exclusive_without_links(target, data)
+            finally:
+                _unlink_quietly(tmp)
+            _fsync_dir(os.path.dirname(target))
+            return True
+
+    @staticmethod
+    def _create_exclusive_without_links(target: str, data: bytes) -> bool:
+        """For file systems without hard links: O_EXCL on the name itself (still exclusive,
+        but a reader may see the file before its content is complete)."""
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        return True
+
+    def upload_file(self, local_src: str, dest: str) -> None:
+        self._copy_local(local_path(local_src), local_path(dest), local_src)
+
+    def _copy_local(self, src: str, dest: str, shown: str) -> None:
+        """Copy ``src`` to ``dest`` atomically (copy_file_range/sendfile where available)."""
+        with self._errors("copy", shown):
+            if not os.path.isfile(src):
+                if not os.path.exists(src):
+                    raise StorageNotFoundError(shown)
+                raise StorageError(f"{shown} is not a file, so it cannot be copied.")
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            tmp = temp_name(dest)
+            try:
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dest)
+            except BaseException:
+                _unlink_quietly(tmp)
+                raise
+
+    def mkdirs(self, path: str) -> None:
+        with self._errors("create the directory", path):
+            os.makedirs(local_path(path), exist_ok=True)
+
+    def delete(self, path: str) -> None:
+        target = local_path(path)
+        with self._errors("delete", path):
+            if os.path.isdir(target) and not os.path.islink(target):
+                raise StorageError(
+                    f"{path} is a directory; delete() removes files only.",
+                    "Use delete_tree() for directories.",
+                )
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
+
+    def delete_tree(self, path: str) -> None:
+        target = local_path(path)
+        if os.path.dirname(target) == target:
+            raise StorageError(f"Refusing to delete the whole file system ({path}).")
+        if not os.path.lexists(target):
+            return
+        if not os.path.isdir(target) or os.path.islink(target):
+            raise StorageError(f"{path} is not a directory, so delete_tree() leaves it alone.")
+
+        def fail(_function: object, failed: str, info: object) -> None:
+            error = info[1] if isinstance(info, tuple) else info
+            if not isinstance(error, FileNotFoundError):  # removed concurrently: fine
+                raise _translate(error, "delete", failed) from error  # type: ignore[arg-type]
+
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(target, onexc=fail)
+        else:
+            shutil.rmtree(target, onerror=fail)
+
+    # -- copying ---------------------------------------------------------------------------
+    def _copy_file(
+        self, src: str, dest: Storage, dest_path: str, size: int | None, link: bool
+    ) -> str:
+        if not isinstance(dest, LocalStorage):
+            dest.upload_file(src, dest_path)
+            return TRANSFERRED
+        source, target = local_path(src), local_path(dest_path)
+        if link and self._links_work:
+            with self._errors("link", src):
+                if self._link(source, target):
+                    return LINKED
+        self._copy_local(source, target, src)
+        return TRANSFERRED
+
+    def _link(self, source: str, target: str) -> bool:
+        """Hard-link ``source`` at ``target`` (replacing it); False when links cannot be
+        used here (another device, or a file system without them): copy instead."""
+        try:
+            try:
+                os.link(source, target)
+            except FileExistsError:
+                tmp = temp_name(target)
+                os.link(source, tmp)
+                try:
+                    os.replace(tmp, target)
+                except BaseException:
+                    _unlink_quietly(tmp)
+                    raise
+            return True
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            if error.errno == errno.EXDEV:
+                self._links_work = False  # every other file is on the same two devices
+            return False
+
+
+def _translate(error: OSError, action: str, path: str) -> StorageError:
+    reason = error.strerror or str(error)
+    if isinstance(error, PermissionError):
+        return StorageError(
+            f"Permission denied: cannot {action} {path}.",
+            "Check the owner and permissions of the directory (and the user flinkish runs as).",
+        )
+    if error.errno == errno.ENOSPC:
+        return StorageError(f"No space left on the device to {action} {path}.")
+    if error.errno == errno.EROFS:
+        return StorageError(f"Cannot {action} {path}: the file system is read-only.")
+    if isinstance(error, IsADirectoryError):
+        return StorageError(f"Cannot {action} {path}: it is a directory.")
+    if isinstance(error, NotADirectoryError):
+        return StorageError(f"Cannot {action} {path}: a part of the path is a file.")
+    return StorageError(f"Cannot {action} {path}: {reason}.")
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a rename durable (best effort: not every file system allows it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

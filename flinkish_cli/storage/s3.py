@@ -1,0 +1,684 @@
+"""S3 and S3-compatible stores (MinIO, Ceph, moto...) as a :class:`~.base.Storage`.
+
+This module owns every call flinkish makes to S3, through boto3, and the translation of
+botocore's errors into :class:`~flinkish_cli.errors.StorageError` with a hint naming the
+Flink key to check. boto3 is imported on first use, not with this module, so commands that
+never touch S3 do not pay for it.
+
+How the operations map to S3:
+
+- a "directory" is a key prefix ending in ``/``; Hadoop's zero-byte ``dir/`` marker objects
+  are understood and never listed as files; :meth:`S3Storage.mkdirs` does nothing;
+- :meth:`~S3Storage.write_bytes` is one ``PutObject``, which S3 applies atomically; big
+  uploads and downloads go through boto3's managed transfers (multipart above
+  ``settings.multipart_threshold``) and stream from and to disk;
+- :meth:`~S3Storage.create_exclusive` is ``PutObject`` with ``If-None-Match: *`` (AWS since
+  2024, MinIO, moto). Against a server that answers ``501 Not Implemented`` to it, it falls
+  back to a ``HeadObject`` then ``PutObject``, which is *not* safe against a concurrent
+  writer; a server that silently ignores the header cannot be detected;
+- ``copy_tree`` within one endpoint and set of credentials copies server side
+  (``CopyObject``, or a managed multipart copy above 5 GiB); between S3 and local disk it
+  transfers files in parallel, each multipart when big;
+- :meth:`~S3Storage.delete_tree` lists the prefix and deletes 1000 keys per
+  ``DeleteObjects`` call, refusing the root of a bucket.
+
+A missing bucket is always an error (never "does not exist = False"): it is a
+configuration problem the user has to fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+from flinkish_cli.errors import StorageError
+from flinkish_cli.storage.base import (
+    SERVER_SIDE,
+    TRANSFERRED,
+    FileInfo,
+    Storage,
+    StorageNotFoundError,
+)
+from flinkish_cli.storage.settings import MiB, StorageSettings
+from flinkish_cli.storage.uri import S3Location, join, local_path, parse_s3, redact_url
+
+CONF = "the Flink configuration (flink-conf.yaml or config.yaml)"
+DEFAULT_REGION = "us-east-1"
+DELETE_BATCH = 1000
+"""Keys per DeleteObjects call (S3's maximum)."""
+MAX_SINGLE_COPY = 5 * 1024 * MiB
+"""CopyObject copies objects up to 5 GiB; bigger ones need a multipart copy."""
+COPY_PART = 512 * MiB
+
+_NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
+_DENIED = {"AccessDenied", "403", "Forbidden", "AllAccessDisabled", "AccountProblem"}
+_REGION = {"AuthorizationHeaderMalformed", "PermanentRedirect", "301", "IllegalLocationConstraint"}
+_BUSY = {"SlowDown", "503", "ServiceUnavailable", "InternalError", "500", "RequestTimeout"}
+_PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
+_UNSUPPORTED = {"NotImplemented", "501"}
+
+
+class S3Storage(Storage):
+    """Objects in S3 buckets, reached with one boto3 client built from the settings."""
+
+    scheme = "s3"
+
+    def __init__(self, root: str, settings: StorageSettings | None = None) -> None:
+        super().__init__(root, settings)
+        parse_s3(root)  # a malformed root fails now, not at first use
+        s = self.settings
+        if bool(s.s3_access_key) != bool(s.s3_secret_key):
+            given, missing = (
+                ("s3.access-key", "s3.secret-key")
+                if s.s3_access_key
+                else ("s3.secret-key", "s3.access-key")
+            )
+            raise StorageError(
+                f"{given} is set but {missing} is not.",
+                f"Set both in {CONF}, or neither to use the AWS default credentials.",
+            )
+        self.endpoint = _endpoint_url(s.s3_endpoint)
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._if_none_match = True  # the server honours PutObject's If-None-Match
+
+    # -- description -----------------------------------------------------------------------
+    def _where(self) -> str:
+        return f"the S3 endpoint {redact_url(self.endpoint)}" if self.endpoint else "AWS S3"
+
+    def describe(self) -> str:
+        return f"{self.root} on {self._where()}"
+
+    # -- the client ------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The boto3 S3 client (thread-safe), created on first use."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._make_client()
+        return self._client
+
+    def _make_client(self) -> Any:
+        import boto3.session
+        from botocore.config import Config
+
+        s = self.settings
+        options: dict[str, Any] = {}
+        if self.endpoint:
+            # Many S3-compatible servers reject the CRC checksums botocore sends by default.
+            options.update(
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+            )
+        config = Config(
+            s3={"addressing_style": "path" if s.s3_path_style else "auto"},
+            retries={"total_max_attempts": s.max_attempts, "mode": "standard"},
+            connect_timeout=s.connect_timeout,
+            read_timeout=s.read_timeout,
+            # copy_tree runs max_workers transfers, each with up to max_workers parts
+            max_pool_connections=max(10, s.max_workers * s.max_workers),
+            user_agent_extra="flinkish",
+            **options,
+        )
+        with self._errors("connect to", self.root):
+            session = boto3.session.Session(
+                aws_access_key_id=s.s3_access_key or None,
+                aws_secret_access_key=s.s3_secret_key or None,
+            )
+            region = s.s3_region or session.region_name or DEFAULT_REGION
+            try:
+                return session.client(
+                    "s3", endpoint_url=self.endpoint, region_name=region, config=config
+                )
+            except ValueError as error:  # botocore: invalid endpoint or region
+                raise StorageError(
+                    f"Cannot use the S3 endpoint {redact_url(self.endpoint or '')} "
+                    f"and region '{region}': {self.settings.redact(str(error))}",
+                    f"Check s3.endpoint and s3.region in {CONF}.",
+                ) from None
+
+    def _transfer_config(self, copy: bool = False) -> Any:
+        from boto3.s3.transfer import TransferConfig
+
+        s = self.settings
+        if copy:
+            return TransferConfig(
+                multipart_threshold=MAX_SINGLE_COPY,
+                multipart_chunksize=COPY_PART,
+                max_concurrency=s.max_workers,
+            )
+        return TransferConfig(
+            multipart_threshold=s.multipart_threshold,
+            multipart_chunksize=s.multipart_chunksize,
+            max_concurrency=s.max_workers,
+        )
+
+    def _same_service(self, other: S3Storage) -> bool:
+        """Whether ``other`` reaches the same endpoint with the same keys (server-side copy)."""
+        mine, theirs = self.settings, other.settings
+        return (
+            self.endpoint == other.endpoint
+            and mine.s3_access_key == theirs.s3_access_key
+            and mine.s3_secret_key == theirs.s3_secret_key
+        )
+
+    # -- errors ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self, action: str, path: str) -> Iterator[None]:
+        """Turn botocore's (and boto3's transfer) errors into StorageErrors."""
+        try:
+            yield
+        except StorageError:
+            raise
+        except Exception as error:
+            translated = self._translate(error, action, path)
+            if translated is None:
+                raise
+            if isinstance(translated, StorageNotFoundError) and _code(error) in ("404", "NotFound"):
+                # HEAD answers a bare 404 for a missing bucket as for a missing key.
+                self._check_bucket(path)
+            raise translated from error
+
+    def _translate(self, error: BaseException, action: str, path: str) -> StorageError | None:
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            ConnectionClosedError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            IncompleteReadError,
+            NoCredentialsError,
+            ParamValidationError,
+            PartialCredentialsError,
+            ProfileNotFound,
+            ReadTimeoutError,
+            ResponseStreamingError,
+            SSLError,
+        )
+
+        cause = _root_cause(error, (ClientError, BotoCoreError))
+        if cause is None:
+            return None
+        where = self._where()
+        redact = self.settings.redact
+        bucket = _bucket_of(path)
+
+        if isinstance(cause, ClientError):
+            code = _code(cause)
+            detail = redact(str(cause.response.get("Error", {}).get("Message") or code))
+            if code == "NoSuchBucket":
+                return self._no_bucket(bucket)
+            if code in _NOT_FOUND:
+                return StorageNotFoundError(path)
+            if code == "InvalidAccessKeyId":
+                return StorageError(
+                    f"{where} does not know the access key flinkish used (to {action} {path}).",
+                    f"Check s3.access-key (and s3.endpoint) in {CONF}.",
+                )
+            if code == "SignatureDoesNotMatch":
+                return StorageError(
+                    f"{where} rejected the request to {action} {path}: the secret key does not "
+                    "match the access key.",
+                    f"Check s3.secret-key in {CONF}.",
+                )
+            if code in ("InvalidToken", "ExpiredToken", "TokenRefreshRequired"):
+                return StorageError(
+                    f"{where} rejected the session token (to {action} {path}): {detail}",
+                    "Renew the temporary AWS credentials.",
+                )
+            if code == "RequestTimeTooSkewed":
+                return StorageError(
+                    f"{where} rejected the request to {action} {path}: "
+                    "this machine's clock is off.",
+                    "Synchronise the clock (NTP).",
+                )
+            if code in _DENIED:
+                return StorageError(
+                    f"Access denied: {where} does not allow flinkish to {action} {path}.",
+                    f"Check s3.access-key and s3.secret-key in {CONF}, and that this user may "
+                    f"{action} objects in the bucket '{bucket}'.",
+                )
+            if code in _REGION:
+                return StorageError(
+                    f"The S3 bucket '{bucket}' is in another region than flinkish used "
+                    f"(to {action} {path}): {detail}",
+                    f"Set s3.region in {CONF} to the bucket's region.",
+                )
+            if code == "InvalidBucketName":
+                return StorageError(
+                    f"'{bucket}' is not a valid S3 bucket name ({path}).",
+                    "Write S3 paths as s3://bucket/path.",
+                )
+            if code in _BUSY:
+                return StorageError(
+                    f"{where} kept failing to {action} {path} ({code}: {detail}) after "
+                    f"{self.settings.max_attempts} attempts.",
+                    "The server is overloaded or failing; try again later.",
+                )
+            return StorageError(f"{where} refused to {action} {path}: {code}: {detail}")
+
+        text = redact(str(cause))
+        if isinstance(cause, SSLError):
+            return StorageError(
+                f"TLS failed talking to {where} (to {action} {path}): {text}",
+                f"Check s3.endpoint in {CONF} (http:// or https://) and the CA certificates.",
+            )
+        if isinstance(cause, (EndpointConnectionError, ConnectTimeoutError)):
+            return StorageError(
+                f"Cannot connect to {where} (to {action} {path}).",
+                f"Check s3.endpoint in {CONF}, and that the server runs and is reachable "
+                "from this machine.",
+            )
+        if isinstance(
+            cause,
+            (ReadTimeoutError, ConnectionClosedError, ResponseStreamingError, IncompleteReadError),
+        ):
+            return StorageError(
+                f"{where} stopped answering (to {action} {path}): {text}",
+                "Check the network and the server; try again.",
+            )
+        if isinstance(cause, NoCredentialsError):
+            return StorageError(
+                f"No S3 credentials to {action} {path}.",
+                f"Set s3.access-key and s3.secret-key in {CONF}, or provide AWS credentials "
+                "in the environment (AWS_ACCESS_KEY_ID...) or an instance role.",
+            )
+        if isinstance(cause, (PartialCredentialsError, ProfileNotFound)):
+            return StorageError(
+                f"The AWS credentials configuration is incomplete: {text}",
+                f"Set s3.access-key and s3.secret-key in {CONF}, or fix the AWS profile.",
+            )
+        if isinstance(cause, ParamValidationError):
+            return StorageError(f"Invalid S3 request to {action} {path}: {text}")
+        return StorageError(f"S3 failed to {action} {path}: {text}")
+
+    def _no_bucket(self, bucket: str) -> StorageError:
+        hint = "Create the bucket, or correct the path"
+        if self.endpoint:
+            hint += f"; check s3.endpoint and s3.path.style.access in {CONF}"
+        return StorageError(
+            f"The S3 bucket '{bucket}' does not exist on {self._where()}.", hint + "."
+        )
+
+    def _check_bucket(self, path: str) -> None:
+        """Raise the "bucket does not exist" StorageError if that is the problem."""
+        from botocore.exceptions import ClientError
+
+        bucket = _bucket_of(path)
+        try:
+            self.client.head_bucket(Bucket=bucket)
+        except ClientError as error:
+            if _code(error) in ("404", "NoSuchBucket", "NotFound"):
+                raise self._no_bucket(bucket) from None
+        except Exception:  # whatever else is wrong shows up in the original error
+            return
+
+    # -- locations -------------------------------------------------------------------------
+    def _loc(self, path: str) -> S3Location:
+        return parse_s3(path)
+
+    def _file(self, path: str) -> S3Location:
+        loc = parse_s3(path)
+        if not loc.key:
+            raise StorageError(f"{path} names a bucket, not a file.", "Give a path inside it.")
+        return loc
+
+    def _has_children(self, loc: S3Location) -> bool:
+        answer = self.client.list_objects_v2(Bucket=loc.bucket, Prefix=loc.dir_prefix, MaxKeys=1)
+        return bool(answer.get("KeyCount") or answer.get("Contents"))
+
+    # -- queries ---------------------------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        loc = self._loc(path)
+        with self._errors("read", path):
+            if not loc.key:
+                self.client.head_bucket(Bucket=loc.bucket)
+                return True
+            try:
+                self.client.head_object(Bucket=loc.bucket, Key=loc.key)
+                return True
+            except Exception as error:
+                if _code(error) not in _NOT_FOUND:
+                    raise
+            return self._has_children(loc)
+
+    def is_dir(self, path: str) -> bool:
+        loc = self._loc(path)
+        with self._errors("list", path):
+            if not loc.key:
+                self.client.head_bucket(Bucket=loc.bucket)
+                return True
+            return self._has_children(loc)
+
+    def stat(self, path: str) -> FileInfo:
+        loc = self._loc(path)
+        name = loc.key.rpartition("/")[2] or loc.bucket
+        with self._errors("read", path):
+            if loc.key:
+                try:
+                    head = self.client.head_object(Bucket=loc.bucket, Key=loc.key)
+                    modified = head.get("LastModified")
+                    return FileInfo(
+                        path,
+                        name,
+                        int(head.get("ContentLength", 0)),
+                        False,
+                        modified.timestamp() if modified else None,
+                    )
+                except Exception as error:
+                    if _code(error) not in _NOT_FOUND:
+                        raise
+                if not self._has_children(loc):
+                    self._check_bucket(path)
+                    raise StorageNotFoundError(path)
+            else:
+                self.client.head_bucket(Bucket=loc.bucket)
+        return FileInfo(path, name, 0, True, None)
+
+    def list(self, path: str) -> list[FileInfo]:
+        loc = self._loc(path)
+        prefix = loc.dir_prefix
+        found: list[FileInfo] = []
+        with self._errors("list", path):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=loc.bucket, Prefix=prefix, Delimiter="/"
+            )
+            for page in pages:
+                for common in page.get("CommonPrefixes", ()):
+                    name = common["Prefix"][len(prefix) :].rstrip("/")
+                    if name and "/" not in name:
+                        found.append(FileInfo(join(path, name), name, 0, True, None))
+                for obj in page.get("Contents", ()):
+                    name = obj["Key"][len(prefix) :]
+                    if name and "/" not in name:  # skips the directory's own "dir/" marker
+                        found.append(_info(join(path, name), name, obj))
+        return sorted(found, key=lambda info: info.name)
+
+    def walk(self, path: str) -> Iterator[FileInfo]:
+        loc = self._loc(path)
+        prefix = loc.dir_prefix
+        with self._errors("list", path):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=loc.bucket, Prefix=prefix
+            )
+            for page in pages:
+                for obj in page.get("Contents", ()):
+                    relative = obj["Key"][len(prefix) :]
+                    if relative and not relative.endswith("/"):  # "sub/" markers are no files
+                        yield _info(join(path, relative), relative.rpartition("/")[2], obj)
+
+    # -- reading ---------------------------------------------------------------------------
+    def open_read(self, path: str) -> BinaryIO:
+        loc = self._file(path)
+        with self._errors("read", path):
+            body = self.client.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
+        return io.BufferedReader(_BodyReader(body, self, path), 1024 * 1024)  # type: ignore[return-value]
+
+    def read_bytes(self, path: str) -> bytes:
+        loc = self._file(path)
+        with self._errors("read", path):
+            body = self.client.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
+            try:
+                return body.read()
+            finally:
+                body.close()
+
+    def download_file(self, src: str, local_dest: str) -> None:
+        self._download(self._file(src), src, local_path(local_dest), None)
+
+    def _download(self, loc: S3Location, src: str, dest: str, size: int | None) -> None:
+        """Fetch ``loc`` into the local file ``dest`` atomically: one streamed GET when it is
+        known to be small, else boto3's managed (ranged, parallel) download."""
+        from flinkish_cli.storage.local import temp_name
+
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with self._errors("download", src):
+            if size is not None and size < self.settings.multipart_threshold:
+                tmp = temp_name(dest)
+                try:
+                    body = self.client.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
+                    with open(tmp, "wb") as out:
+                        for chunk in body.iter_chunks(1024 * 1024):
+                            out.write(chunk)
+                    os.replace(tmp, dest)
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)
+            else:
+                # boto3 writes to a temporary name beside dest and renames it at the end.
+                self.client.download_file(loc.bucket, loc.key, dest, Config=self._transfer_config())
+
+    # -- writing ---------------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes) -> None:
+        loc = self._file(path)
+        with self._errors("write", path):
+            self.client.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    def write_stream(self, path: str, stream: BinaryIO) -> None:
+        loc = self._file(path)
+        with self._errors("write", path):
+            self.client.upload_fileobj(
+                _FullReads(stream), loc.bucket, loc.key, Config=self._transfer_config()
+            )
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        loc = self._file(path)
+        with self._errors("create", path):
+            if self._if_none_match:
+                try:
+                    self.client.put_object(
+                        Bucket=loc.bucket, Key=loc.key, Body=data, IfNoneMatch="*"
+                    )
+                    return True
+                except Exception as error:
+                    code = _code(error)
+                    if code in _PRECONDITION:
+                        return False
+                    if code not in _UNSUPPORTED:
+                        raise
+                    self._if_none_match = False  # an older server: best effort from now on
+            try:
+                self.client.head_object(Bucket=loc.bucket, Key=loc.key)
+                return False
+            except Exception as error:
+                if _code(error) not in _NOT_FOUND:
+                    raise
+            self.client.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+            return True
+
+    def upload_file(self, local_src: str, dest: str) -> None:
+        loc = self._file(dest)
+        source = local_path(local_src)
+        try:
+            size = os.stat(source).st_size
+        except FileNotFoundError:
+            raise StorageNotFoundError(local_src) from None
+        except OSError as error:
+            raise StorageError(f"Cannot read {local_src}: {error.strerror}.") from error
+        with self._errors("upload to", dest):
+            if size < self.settings.multipart_threshold:
+                with open(source, "rb") as body:
+                    self.client.put_object(Bucket=loc.bucket, Key=loc.key, Body=body)
+            else:
+                self.client.upload_file(source, loc.bucket, loc.key, Config=self._transfer_config())
+
+    def mkdirs(self, path: str) -> None:
+        self._loc(path)  # S3 has no directories; only check the path
+
+    def delete(self, path: str) -> None:
+        loc = self._file(path)
+        with self._errors("delete", path):
+            self.client.delete_object(Bucket=loc.bucket, Key=loc.key)
+
+    def delete_tree(self, path: str) -> None:
+        loc = self._loc(path)
+        if not loc.key:
+            raise StorageError(
+                f"Refusing to delete everything in the bucket '{loc.bucket}' ({path}).",
+                "Give a directory inside the bucket.",
+            )
+        with self._errors("delete", path):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=loc.bucket,
+                Prefix=loc.dir_prefix,
+                PaginationConfig={"PageSize": DELETE_BATCH},
+            )
+            with ThreadPoolExecutor(max_workers=self.settings.max_workers) as pool:
+                futures = []
+                for page in pages:
+                    keys = [{"Key": obj["Key"]} for obj in page.get("Contents", ())]
+                    for start in range(0, len(keys), DELETE_BATCH):
+                        batch = keys[start : start + DELETE_BATCH]
+                        futures.append(pool.submit(self._delete_batch, loc.bucket, batch))
+                for future in futures:
+                    future.result()
+
+    def _delete_batch(self, bucket: str, keys: list[dict[str, str]]) -> None:
+        answer = self.client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+        errors = [e for e in answer.get("Errors", ()) if e.get("Code") != "NoSuchKey"]
+        if errors:
+            first = errors[0]
+            raise StorageError(
+                f"{self._where()} did not delete {len(errors)} objects in bucket '{bucket}', "
+                f"e.g. {first.get('Key')}: {first.get('Code')}: {first.get('Message')}",
+                "Check that the access key may delete objects (s3:DeleteObject).",
+            )
+
+    # -- copying ---------------------------------------------------------------------------
+    def _copy_file(
+        self, src: str, dest: Storage, dest_path: str, size: int | None, link: bool
+    ) -> str:
+        from flinkish_cli.storage.local import LocalStorage
+
+        source = self._file(src)
+        if isinstance(dest, S3Storage) and self._same_service(dest):
+            target = dest._file(dest_path)
+            copy_source = {"Bucket": source.bucket, "Key": source.key}
+            with self._errors("copy", src):
+                if size is not None and size < MAX_SINGLE_COPY:
+                    dest.client.copy_object(
+                        CopySource=copy_source, Bucket=target.bucket, Key=target.key
+                    )
+                else:
+                    dest.client.copy(
+                        copy_source,
+                        target.bucket,
+                        target.key,
+                        SourceClient=self.client,
+                        Config=self._transfer_config(copy=True),
+                    )
+            return SERVER_SIDE
+        if isinstance(dest, LocalStorage):
+            self._download(source, src, local_path(dest_path), size)
+            return TRANSFERRED
+        return super()._copy_file(src, dest, dest_path, size, link)
+
+
+class _FullReads:
+    """``stream`` with ``read(n)`` returning n bytes unless at the end: boto3 takes a short
+    read for the end of the stream, which would silently cut a raw stream's upload short."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return self._stream.read()
+        parts: list[bytes] = []
+        wanted = size
+        while wanted > 0:
+            data = self._stream.read(wanted)
+            if not data:
+                break
+            parts.append(data)
+            wanted -= len(data)
+        return b"".join(parts)
+
+
+class _BodyReader(io.RawIOBase):
+    """A botocore StreamingBody as a raw binary stream (errors become StorageErrors)."""
+
+    def __init__(self, body: Any, storage: S3Storage, path: str) -> None:
+        self._body = body
+        self._storage = storage
+        self._path = path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        with self._storage._errors("read", self._path):
+            data = self._body.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._body.close()
+        super().close()
+
+
+def _info(path: str, name: str, obj: dict[str, Any]) -> FileInfo:
+    modified = obj.get("LastModified")
+    return FileInfo(
+        path, name, int(obj.get("Size", 0)), False, modified.timestamp() if modified else None
+    )
+
+
+def _code(error: BaseException) -> str:
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        return str(response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def _bucket_of(path: str) -> str:
+    try:
+        return parse_s3(path).bucket
+    except StorageError:
+        return "?"
+
+
+def _root_cause(error: BaseException, wanted: tuple[type, ...]) -> BaseException | None:
+    """The first of ``wanted`` in ``error``'s chain (boto3 wraps transfer failures)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, wanted):
+            return current
+        seen.add(id(current))
+        current = (
+            getattr(current, "last_exception", None) or current.__cause__ or current.__context__
+        )
+    return None
+
+
+def _endpoint_url(endpoint: str | None) -> str | None:
+    """``s3.endpoint`` as a URL: Flink (like Hadoop) also takes a bare host, meaning https."""
+    if not endpoint or not endpoint.strip():
+        return None
+    url = endpoint.strip()
+    if "://" not in url:
+        url = "https://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StorageError(
+            f"s3.endpoint is '{redact_url(endpoint)}', which is not an http(s) URL.",
+            f"Set s3.endpoint in {CONF} to e.g. http://minio:9000 or https://s3.example.com.",
+        )
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a bad port)
+    except ValueError:
+        raise StorageError(
+            f"s3.endpoint '{redact_url(endpoint)}' has an invalid port.",
+            f"Check s3.endpoint in {CONF}.",
+        ) from None
+    return url.rstrip("/")

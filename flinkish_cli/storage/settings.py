@@ -1,0 +1,135 @@
+"""How to reach the storages: :class:`StorageSettings`, built from Flink's ``s3.*`` keys.
+
+This module owns the translation of Flink configuration keys into storage settings; it does
+not depend on the configuration package (it takes the flat ``key -> string`` mapping that
+package produces), and it never lets the S3 keys out: ``repr`` and :meth:`describe`
+replace them with ``***``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from flinkish_cli.errors import ConfigError
+
+MiB = 1024 * 1024
+
+# Flink's keys, then the aliases Flink also accepts (it forwards s3.* to Hadoop's fs.s3a.*).
+_FLINK_KEYS: dict[str, tuple[str, ...]] = {
+    "s3_endpoint": ("s3.endpoint", "fs.s3a.endpoint"),
+    "s3_access_key": ("s3.access-key", "s3.access.key", "fs.s3a.access.key"),
+    "s3_secret_key": ("s3.secret-key", "s3.secret.key", "fs.s3a.secret.key"),
+    "s3_path_style": ("s3.path.style.access", "s3.path-style-access", "fs.s3a.path.style.access"),
+    "s3_region": ("s3.region", "fs.s3a.endpoint.region"),
+}
+# Flink passes "flink.hadoop.<key>" to Hadoop's configuration as "<key>".
+_HADOOP_PREFIX = "flink.hadoop."
+_SECRET_NAME = re.compile(r"secret|password|passwd|token|access[.\-_]?key|credential", re.I)
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether the configuration key ``name`` holds a secret (its value is never shown)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+@dataclass(frozen=True, repr=False)
+class StorageSettings:
+    """Everything a storage needs besides the path: S3 endpoint and keys, Hadoop settings,
+    and limits on parallelism, time-outs and retries."""
+
+    s3_endpoint: str | None = None
+    s3_access_key: str | None = None
+    s3_secret_key: str | None = None
+    s3_path_style: bool = False
+    s3_region: str | None = None
+    hadoop_conf: Mapping[str, str] = field(default_factory=dict, hash=False)
+    max_workers: int = 8
+    """Files copied in parallel by ``copy_tree``, and parts per multipart transfer."""
+    connect_timeout: float = 5.0
+    read_timeout: float = 60.0
+    max_attempts: int = 4
+    """Attempts per S3 request, including the first (botocore's "standard" retry mode)."""
+    multipart_threshold: int = 16 * MiB
+    """S3 uploads and downloads at least this big go in parts."""
+    multipart_chunksize: int = 8 * MiB
+    """The size of each part (S3 requires at least 5 MiB)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hadoop_conf", dict(self.hadoop_conf))
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, not {self.max_workers}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
+        if self.connect_timeout <= 0 or self.read_timeout <= 0:
+            raise ValueError("connect_timeout and read_timeout must be positive")
+        if self.multipart_chunksize < 5 * MiB or self.multipart_threshold < 5 * MiB:
+            raise ValueError("multipart_threshold and multipart_chunksize must be at least 5 MiB")
+
+    @classmethod
+    def from_flink(cls, flat: Mapping[str, str], **overrides: object) -> StorageSettings:
+        """Settings from Flink configuration keys (values as written in the config file).
+
+        Reads ``s3.endpoint``, ``s3.access-key``, ``s3.secret-key``, ``s3.path.style.access``
+        and ``s3.region`` (and their ``s3.access.key`` / ``fs.s3a.*`` spellings), and every
+        ``flink.hadoop.<key>`` as Hadoop's ``<key>``. ``overrides`` set any field directly.
+        """
+        values: dict[str, object] = {}
+        for name, keys in _FLINK_KEYS.items():
+            for key in keys:
+                raw = flat.get(key)
+                if raw is not None and str(raw).strip() != "":
+                    values[name] = str(raw).strip()
+                    break
+        if "s3_path_style" in values:
+            values["s3_path_style"] = _boolean("s3.path.style.access", str(values["s3_path_style"]))
+        hadoop = {
+            key[len(_HADOOP_PREFIX) :]: str(value)
+            for key, value in flat.items()
+            if key.startswith(_HADOOP_PREFIX) and len(key) > len(_HADOOP_PREFIX)
+        }
+        if hadoop:
+            values["hadoop_conf"] = hadoop
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values that must never be shown (for scrubbing messages)."""
+        found = [v for v in (self.s3_secret_key, self.s3_access_key) if v]
+        found += [v for k, v in self.hadoop_conf.items() if v and is_secret_key(k)]
+        return tuple(found)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of these settings replaced by ``***``."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if len(secret) >= 3:
+                text = text.replace(secret, "***")
+        return text
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("s3_access_key", "s3_secret_key") and value is not None:
+                shown.append(f"{f.name}='***'")
+            elif f.name == "hadoop_conf":
+                conf = {k: ("***" if is_secret_key(k) else v) for k, v in value.items()}
+                shown.append(f"hadoop_conf={conf!r}")
+            else:
+                shown.append(f"{f.name}={value!r}")
+        return f"StorageSettings({', '.join(shown)})"
+
+    __str__ = __repr__
+
+
+def _boolean(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise ConfigError(
+        f"{key} is '{value}', which is not a boolean.", f"Set {key} to true or false."
+    )

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Stop the Spark standalone cluster started by scripts/start-cluster.sh, like Flink's
+# bin/stop-cluster.sh: the worker (and the executors it runs), then the master.
+#
+# Each daemon runs in a process group of its own whose id is the pid in its pid file; the
+# whole group gets SIGTERM, then SIGKILL if it is still there after the timeout. Safe to run
+# again: without pid files it does nothing.
+#
+#   --dir DIR          FLINKISH_CLUSTER_DIR        /tmp/flinkish-cluster
+#   --timeout SECONDS  FLINKISH_STOP_TIMEOUT       20
+set -euo pipefail
+
+dir=${FLINKISH_CLUSTER_DIR:-/tmp/flinkish-cluster}
+timeout=${FLINKISH_STOP_TIMEOUT:-20}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "ERROR: unknown option '$1' (see --help)" >&2; exit 1 ;;
+  esac
+done
+[[ "$timeout" =~ ^[0-9]+$ ]] || { echo "ERROR: timeout '$timeout' is not a number" >&2; exit 1; }
+
+group_alive() {
+  kill -0 -- "-$1" 2>/dev/null
+}
+
+is_spark() {  # is_spark PID: PID is a Spark daemon (guards against a recycled pid)
+  [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q 'org\.apache\.spark\.deploy\.'
+}
+
+stopped=0
+for role in worker master; do
+  pidfile="$dir/$role.pid"
+  [ -f "$pidfile" ] || continue
+  pid=$(cat "$pidfile")
+  if ! [[ "$pid" =~ ^[0-9]+$ ]]; then
+    rm -f "$pidfile"
+    continue
+  fi
+  if kill -0 "$pid" 2>/dev/null && ! is_spark "$pid"; then
+    echo "pid $pid in $pidfile is not a Spark $role any more; not touching it"
+    rm -f "$pidfile"
+    continue
+  fi
+  if group_alive "$pid"; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    deadline=$((SECONDS + timeout))
+    while group_alive "$pid" && [ $SECONDS -lt $deadline ]; do
+      sleep 0.2
+    done
+    if group_alive "$pid"; then
+      echo "Spark $role (pid $pid) did not stop within ${timeout}s: killing it"
+      kill -KILL -- "-$pid" 2>/dev/null || true
+      while group_alive "$pid"; do
+        sleep 0.1
+      done
+    fi
+    echo "Stopped the Spark $role (pid $pid)"
+    stopped=$((stopped + 1))
+  fi
+  rm -f "$pidfile"
+done
+[ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

@@ -1,0 +1,283 @@
+"""Savepoints end to end on real Spark: trigger, stop, resume, rescale, on local disk and S3.
+
+The job counts rows per key (a stateful query) and copies every row to Spark's exactly-once
+file sink. After each cycle, every count equals the ground truth computed from the input and
+the sink holds every input row exactly once.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, read_json_dir, write_events
+
+pytestmark = pytest.mark.spark
+
+COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
+SAVEPOINT_LINE = re.compile(r"^Savepoint completed\. Path: (\S+)$", re.MULTILINE)
+
+
+class Cycle:
+    """Input files, the job's output and the ground truth of one test."""
+
+    def __init__(self, env: FlinkishEnv) -> None:
+        self.env = env
+        self.inputs = env.root / "in"
+        self.output = env.root / "out"
+        self.rows: list[dict] = []
+
+    def add_input(self, files: int, rows_per_file: int = 10, keys: int = 7) -> None:
+        for _ in range(files):
+            start = len(self.rows)
+            batch = [
+                {"key": f"k{(i * 31) % keys}", "value": i, "seq": i}
+                for i in range(start, start + rows_per_file)
+            ]
+            self.rows += batch
+            write_events(self.inputs, batch)
+
+    def start(self, *flags: str) -> str:
+        result = self.env.run(
+            "run",
+            "-d",
+            *flags,
+            COUNTS_JOB,
+            "--input",
+            str(self.inputs),
+            "--output",
+            str(self.output),
+            check=True,
+        )
+        return job_id_of(result.stdout)
+
+    def wait_until_all_processed(self, timeout: float = 180) -> None:
+        """Until both queries have seen every input row (the sink and the counts)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            raw, counted = len(self.raw()), sum(self.final_counts().values())
+            if raw >= len(self.rows) and counted >= len(self.rows):
+                return
+            assert time.monotonic() < deadline, f"{raw}/{counted} of {len(self.rows)} rows"
+            time.sleep(0.5)
+
+    def raw(self) -> list[dict]:
+        return read_json_dir(self.output / "raw") if (self.output / "raw").exists() else []
+
+    def final_counts(self) -> dict[str, int]:
+        latest: dict[str, tuple[int, int]] = {}
+        for batch_dir in (self.output / "counts").glob("batch=*"):
+            batch = int(batch_dir.name.split("=")[1])
+            for row in read_json_dir(batch_dir):
+                if row["key"] not in latest or latest[row["key"]][0] < batch:
+                    latest[row["key"]] = (batch, row["count"])
+        return {key: count for key, (_, count) in latest.items()}
+
+    def check_exactly_once(self) -> None:
+        seqs = sorted(row["seq"] for row in self.raw())
+        assert seqs == list(range(len(self.rows))), "raw sink: every row exactly once"
+        truth = collections.Counter(row["key"] for row in self.rows)
+        assert self.final_counts() == dict(truth), "counts equal the ground truth"
+
+
+def _savepoint_path(stdout: str) -> str:
+    match = SAVEPOINT_LINE.search(stdout)
+    assert match, stdout
+    return match.group(1)
+
+
+def _digest(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _job_dirs(env: FlinkishEnv) -> set[str]:
+    return {p.name for p in env.checkpoints.iterdir()} if env.checkpoints.exists() else set()
+
+
+def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) -> None:
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    cycle.add_input(3)
+    job = cycle.start()
+    cycle.wait_until_all_processed()
+
+    taken = env.run("savepoint", job, check=True).stdout
+    first = _savepoint_path(taken)
+    assert re.fullmatch(rf".*/savepoint-{job[:6]}-[0-9a-f]{{12}}", first), first
+    assert (Path(first) / "_metadata").is_file()
+    assert env.job(job)["state"] == "RUNNING", "a savepoint leaves the job running"
+
+    cycle.add_input(2)
+    cycle.wait_until_all_processed()
+    stopped = env.run("stop", job, check=True).stdout
+    second = _savepoint_path(stopped)
+    assert env.job(job)["state"] == "FINISHED"
+    before = _digest(Path(second))
+
+    cycle.add_input(2)  # arrives while the job is stopped
+    resumed = cycle.start("-s", second)
+    cycle.wait_until_all_processed()
+    env.run("cancel", resumed, check=True)
+    cycle.check_exactly_once()
+    assert _digest(Path(second)) == before, "no_claim never modifies the savepoint"
+
+    # savepoint info shows queries, batches, operators and state rows
+    info = env.run("savepoint", "info", second, "--output", "json", check=True).stdout
+    import json
+
+    document = json.loads(info)
+    queries = {q["name"]: q for q in document["queries"]}
+    assert set(queries) == {"counts", "raw"}
+    counts_op = queries["counts"]["stateful-operators"][0]
+    assert counts_op["partitions"] == 2
+    assert counts_op["rows"] == {"default": 7}
+    assert queries["raw"]["stateful-operators"] == []
+
+    # a hashmap savepoint cannot be rescaled: said clearly, nothing started
+    dirs = _job_dirs(env)
+    refused = env.run(
+        "run",
+        "-d",
+        "-s",
+        second,
+        "-p",
+        "4",
+        COUNTS_JOB,
+        "--input",
+        "x",
+        "--output",
+        "y",
+        check=False,
+    )
+    assert "Rescaling needs state.backend.type: rocksdb" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert _job_dirs(env) == dirs
+
+    # restoring from the first savepoint is still possible (it was never modified)
+    assert env.run("savepoint", "info", "--no-rows", first, check=True).returncode == 0
+
+
+def test_damaged_incomplete_and_mismatched_savepoints_are_refused(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    cycle.add_input(2)
+    job = cycle.start()
+    cycle.wait_until_all_processed()
+    path = Path(_savepoint_path(env.run("stop", job, check=True).stdout))
+    assert "it is FINISHED" in env.run("savepoint", job, check=False).stderr
+
+    damaged = env.savepoints / "savepoint-aaaaaa-000000000001"
+    shutil.copytree(path, damaged)
+    state_file = next(p for p in damaged.rglob("*.delta") if p.stat().st_size > 0)
+    content = state_file.read_bytes()
+    state_file.write_bytes(content[:-1] + bytes([content[-1] ^ 0xFF]))  # same size, new bytes
+    incomplete = env.savepoints / "savepoint-aaaaaa-000000000002"
+    shutil.copytree(path, incomplete)
+    (incomplete / "_metadata").unlink()
+
+    dirs = _job_dirs(env)
+    for bad, message in (
+        (damaged, "is damaged"),
+        (incomplete, "is not a complete savepoint"),
+        (env.root / "nowhere", "does not exist"),
+    ):
+        result = env.run(
+            "run", "-d", "-s", str(bad), COUNTS_JOB, "--input", "x", "--output", "y", check=False
+        )
+        assert result.returncode != 0 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    assert _job_dirs(env) == dirs, "nothing started"
+
+    # a job whose queries do not match the savepoint fails before processing anything
+    for name in ("small", "medium", "large"):
+        write_events(env.root / "in3" / name, [{"key": "a", "value": 1, "seq": 1}])
+    other = env.run(
+        "run",
+        "-d",
+        "-s",
+        str(path),
+        str(JOBS / "three_queries.py"),
+        str(env.root / "in3"),
+        str(env.root / "out3"),
+        check=False,
+    )
+    assert "which the job no longer has" in other.stderr
+    assert "--allowNonRestoredState" in other.stderr
+    assert not (env.root / "out3").exists()
+
+    # dispose refuses what is not a savepoint and deletes what is
+    not_one = env.root / "precious"
+    not_one.mkdir()
+    (not_one / "data").write_text("keep me")
+    refused = env.run("savepoint", "-d", str(not_one), check=False)
+    assert "is not a savepoint" in refused.stderr and (not_one / "data").exists()
+    assert "no _metadata" in env.run("savepoint", "-d", str(incomplete), check=False).stderr
+    assert incomplete.exists()
+    env.run("savepoint", "-d", str(path), check=True)
+    assert not path.exists()
+
+
+def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_server, s3_bucket):
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    env.write_conf(s3_server.flink_conf())
+    cycle.add_input(2)
+    job = cycle.start()
+    cycle.wait_until_all_processed()
+    target = f"{s3_bucket}/savepoints"
+    first = _savepoint_path(env.run("savepoint", job, target, check=True).stdout)
+    assert first.startswith(f"{target}/savepoint-{job[:6]}-")
+    cycle.add_input(1)
+    cycle.wait_until_all_processed()
+    second = _savepoint_path(env.run("stop", "--savepointPath", target, job, check=True).stdout)
+    bucket = s3_bucket.removeprefix("s3://")
+    keys = [
+        o["Key"]
+        for o in s3_server.client().list_objects_v2(Bucket=bucket, Prefix="savepoints/")["Contents"]
+    ]
+    assert f"{second.removeprefix(s3_bucket + '/')}/_metadata" in keys
+    cycle.add_input(2)
+    resumed = cycle.start("-s", second)
+    cycle.wait_until_all_processed()
+    env.run("cancel", resumed, check=True)
+    cycle.check_exactly_once()
+    info = env.run("savepoint", "info", "--no-rows", first, check=True).stdout
+    assert "counts" in info and "raw" in info
+    # the secret key reaches Spark but is never written where others can read it
+    secret = s3_server.secret_key
+    for path in list(env.logs.rglob("*")) + list(env.checkpoints.rglob("*.json")):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+    assert secret not in env.run("config", check=True).stdout
+
+
+def test_rescale_from_2_to_4_partitions_with_rocksdb(flinkish_env: FlinkishEnv) -> None:
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    env.write_conf({"state.backend.type": "rocksdb"})
+    cycle.add_input(3)
+    job = cycle.start("-p", "2")
+    cycle.wait_until_all_processed()
+    path = _savepoint_path(env.run("stop", job, check=True).stdout)
+    cycle.add_input(2)
+    resumed = cycle.start("-s", path, "-p", "4")
+    cycle.wait_until_all_processed()
+    final = _savepoint_path(env.run("stop", resumed, check=True).stdout)
+    cycle.check_exactly_once()
+    import json
+
+    document = json.loads(
+        env.run("savepoint", "info", final, "--output", "json", check=True).stdout
+    )
+    counts = next(q for q in document["queries"] if q["name"] == "counts")
+    assert counts["shuffle-partitions"] == 4
+    assert counts["stateful-operators"][0]["partitions"] == 4
+    assert counts["stateful-operators"][0]["rows"] == {"default": 7}
