@@ -174,7 +174,7 @@ def test_attached_sigterm_stops_the_job_gracefully(flinkish_env: FlinkishEnv) ->
     assert job_id
     flinkish_env.wait_for_batches(job_id, "counts", 0)
     process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=120)
+    _, err = process.communicate(timeout=120)
     assert process.returncode != 0
     assert "Stopped by SIGTERM" in err
     assert flinkish_env.job(job_id)["state"] == "CANCELED"

@@ -124,9 +124,9 @@ def test_yarn_application_runs_the_driver_in_the_cluster(monkeypatch) -> None:
 
 def test_kubernetes_application_needs_image_and_upload_path() -> None:
     deployment = Deployment("kubernetes-application", "k8s://https://api:6443", "cluster")
-    with pytest.raises(UsageError, match="spark.kubernetes.container.image"):
+    with pytest.raises(UsageError, match=r"spark\.kubernetes\.container\.image"):
         _command(deployment)
-    with pytest.raises(UsageError, match="spark.kubernetes.file.upload.path"):
+    with pytest.raises(UsageError, match=r"spark\.kubernetes\.file\.upload\.path"):
         _command(deployment, {"spark.kubernetes.container.image": "repo/spark-py:4"})
     command = _command(
         deployment,
