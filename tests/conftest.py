@@ -9,4 +9,6 @@ pytest_plugins = [
     "tests.fixtures.s3server",
     # flinkish_env: private configuration and directories, and the real CLI as a process
     "tests.fixtures.flinkish_env",
+    # spark_cluster: a real Spark standalone master and worker (scripts/start-cluster.sh)
+    "tests.fixtures.spark_cluster",
 ]
