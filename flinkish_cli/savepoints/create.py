@@ -75,7 +75,12 @@ def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot
         if relative.endswith(".tmp") or hidden:
             continue
         top = parts[0]
-        if top in ("offsets", "commits", "sources"):
+        if top in ("offsets", "sources"):
+            # the planned batch C + 1 too: a resumed query replays exactly that batch, which
+            # the sink may already hold, instead of planning a new one the sink would skip
+            if layout.batch_files([parts[-1]], last + 1):
+                files.append(relative)
+        elif top == "commits":
             if layout.batch_files([parts[-1]], last):
                 files.append(relative)
         elif top == "state":

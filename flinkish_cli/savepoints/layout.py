@@ -13,8 +13,10 @@ A query's checkpoint directory holds::
 Hadoop's local file system keeps a checksum ``.<name>.crc`` next to each file; those travel
 with their file. Files of batch N or state version N + 1 never change once commits/N exists,
 which is what makes a savepoint of a running query consistent: it takes exactly the files of
-the last committed batch C (offsets and commits up to C, state versions up to C + 1), and
-ignores anything a running batch C + 1 is writing.
+the last committed batch C (commits up to C, state versions up to C + 1), and ignores the state
+a running batch C + 1 is writing. It keeps the offsets (and source logs) of the planned batch
+C + 1 when they exist: Spark then replays exactly that batch on resume, as it does after a
+crash, so a sink that already committed it (Spark's file sink) skips the same rows it holds.
 """
 
 from __future__ import annotations
