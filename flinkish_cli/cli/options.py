@@ -52,7 +52,12 @@ def output_option(func: F) -> F:
 def load_config(
     conf_dir: str | None, dynamic: tuple[str, ...], flags: Mapping[str, str] | None = None
 ) -> Any:
-    """Read the effective configuration: file, then ``-D`` overrides, then command flags."""
+    """Read the effective configuration (file, then ``-D``, then command flags); its
+    warnings (deprecated or not-applicable keys) go to standard error."""
+    from flinkish_cli.cli.output import warn
     from flinkish_cli.config import load_configuration
 
-    return load_configuration(conf_dir=conf_dir, dynamic=dynamic, flags=dict(flags or {}))
+    config = load_configuration(conf_dir=conf_dir, dynamic=dynamic, flags=dict(flags or {}))
+    for message in config.warnings:
+        warn(message)
+    return config

@@ -200,17 +200,9 @@ def run(
         claim_mode=(claim_mode or restore_mode or "no_claim").lower(),
     )
     config = load_config(conf_dir, dynamic, request.config_flags())
-    _warn(config)
     from flinkish_cli.submission.run import submit_and_follow
 
     submit_and_follow(request, config, presenter=RunPresenter(output))
-
-
-def _warn(config: Any) -> None:
-    from flinkish_cli.cli.output import warn
-
-    for message in getattr(config, "warnings", []):
-        warn(message)
 
 
 class RunPresenter:

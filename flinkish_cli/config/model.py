@@ -1,0 +1,439 @@
+"""The effective configuration: where each value came from, its typed value, its validation.
+
+A :class:`Configuration` is built from raw :class:`Setting` s (key and text as written, and
+their :class:`Source`) in precedence order. Resolving them:
+
+1. classifies every key (:func:`~flinkish_cli.config.options.classify`): deprecated names map
+   to the current key with a warning, keys without meaning on Spark warn, unknown keys fail;
+2. picks one setting per key: a later layer wins (default < file < ``-D`` < flags); within a
+   layer the current name wins over a deprecated alias, and a later line over an earlier one;
+3. parses and range-checks each winning value, then checks the rules between keys.
+
+Any problem raises one :class:`~flinkish_cli.errors.ConfigError` naming where the value came
+from (``file:line``, ``-D`` or the flag), the key, the value (redacted when secret) and the
+expected form.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flinkish_cli.config import options as opts
+from flinkish_cli.config.secrets import REDACTED, is_secret, redact
+from flinkish_cli.config.units import ValueProblem
+from flinkish_cli.config.valuetypes import Enum, List, Raw, raw_text
+from flinkish_cli.errors import ConfigError
+
+__all__ = ["FLAG_NAMES", "SOURCE_KINDS", "ConfigEntry", "Configuration", "Setting", "Source"]
+
+SOURCE_KINDS = ("default", "file", "dynamic", "flag")
+_LAYER = {"file": 0, "dynamic": 1, "flag": 2}
+
+#: The command-line flag that sets a key, for messages ("flag -p").
+FLAG_NAMES: dict[str, str] = {
+    "parallelism.default": "-p",
+    "execution.target": "-t",
+    "execution.attached": "-d",
+    "python.files": "-pyfs",
+    "python.archives": "-pyarch",
+    "python.executable": "-pyexec",
+    "python.client.executable": "-pyclientexec",
+    "python.requirements": "-pyreq",
+}
+
+
+def _fix_hint(source: Source, key: str) -> str:
+    if source.kind == "dynamic":
+        return f"Fix the value given with -D {key}=..."
+    if source.kind == "flag":
+        return f"Fix the value of {source}."
+    if source.kind == "file" and source.file:
+        return f"Fix the value in {source.file}, or override it with -D {key}=..."
+    return "Fix the value."
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value came from: ``default``, a file and line, ``-D`` or a command flag."""
+
+    kind: str
+    file: str | None = None
+    line: int | None = None
+    flag: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "file":
+            if self.file is None:
+                return "configuration"
+            return f"{self.file}:{self.line}" if self.line else self.file
+        if self.kind == "dynamic":
+            return "-D"
+        if self.kind == "flag":
+            return f"flag {self.flag}" if self.flag else "flag"
+        return "default"
+
+
+DEFAULT = Source("default")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One key and value as the user wrote it (a YAML list stays a tuple), and its source."""
+
+    key: str
+    value: Raw
+    source: Source
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One key of the effective configuration, ready for display (secrets redacted)."""
+
+    key: str
+    value: Any
+    text: str
+    source: Source
+    status: str
+    spark: dict[str, str]
+    description: str
+    secret: bool
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    key: str
+    info: opts.KeyInfo
+    setting: Setting
+    rank: tuple[int, int, int]
+    text: str = ""
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class _CrossCheck:
+    """A rule between two keys: ``test(value of a, value of b)`` must hold."""
+
+    a: str
+    b: str
+    test: Callable[[Any, Any], bool]
+    relation: str  # how a relates to b when the test fails
+    expected: str
+
+
+CROSS_CHECKS: tuple[_CrossCheck, ...] = (
+    _CrossCheck(
+        "taskmanager.memory.network.min",
+        "taskmanager.memory.network.max",
+        lambda low, high: low <= high,
+        "is larger than",
+        "taskmanager.memory.network.min ≤ taskmanager.memory.network.max",
+    ),
+    _CrossCheck(
+        "heartbeat.timeout",
+        "heartbeat.interval",
+        lambda timeout, interval: timeout > interval,
+        "is not larger than",
+        "heartbeat.timeout > heartbeat.interval",
+    ),
+    _CrossCheck(
+        "pipeline.max-parallelism",
+        "parallelism.default",
+        lambda most, parallelism: most == -1 or most >= parallelism,
+        "is smaller than",
+        "pipeline.max-parallelism ≥ parallelism.default (or -1)",
+    ),
+    _CrossCheck(
+        "restart-strategy.exponential-delay.initial-backoff",
+        "restart-strategy.exponential-delay.max-backoff",
+        lambda initial, most: initial <= most,
+        "is larger than",
+        "initial-backoff ≤ max-backoff",
+    ),
+)
+
+
+def _separator(option: opts.Option | None) -> str:
+    if option is not None and isinstance(option.type, List):
+        return option.type.separators[0]
+    return ","
+
+
+class Configuration:
+    """The effective Flink configuration (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: Sequence[Setting] = (),
+        *,
+        conf_dir: Path | None = None,
+        source_file: Path | None = None,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        self._settings: tuple[Setting, ...] = tuple(settings)
+        self._load_warnings: tuple[str, ...] = tuple(warnings)
+        self.conf_dir = conf_dir
+        self.source_file = source_file
+        self.warnings: list[str] = []
+        for warning in warnings:
+            self._warn(warning)
+        self._resolved: dict[str, _Resolved] = {}
+        self._resolve()
+
+    # -- building ------------------------------------------------------------------------
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def _resolve(self) -> None:
+        winners: dict[str, _Resolved] = {}
+        for index, setting in enumerate(self._settings):
+            info = self._classify(setting)
+            if info.deprecated:
+                self._warn(
+                    f"{setting.source}: {setting.key} is deprecated; use {info.canonical} instead."
+                )
+            if info.status == opts.NOT_APPLICABLE:
+                self._warn(
+                    f"{setting.source}: {setting.key} has no meaning on Spark and is ignored."
+                )
+            layer = _LAYER.get(setting.source.kind, 0)
+            rank = (layer, 0 if info.deprecated else 1, index)
+            current = winners.get(info.canonical)
+            if current is not None and current.rank[0] == layer and current.key != setting.key:
+                loser = current.setting if current.rank < rank else setting
+                self._warn(f"{loser.source}: {loser.key} is ignored: {info.canonical} is also set.")
+            if current is None or current.rank < rank:
+                winners[info.canonical] = _Resolved(setting.key, info, setting, rank)
+        for canonical, winner in sorted(winners.items(), key=lambda item: item[1].rank[2]):
+            self._resolved[canonical] = self._parse(winner)
+        self._check_across()
+        self._check_combinations()
+
+    @staticmethod
+    def _classify(setting: Setting) -> opts.KeyInfo:
+        try:
+            return opts.classify(setting.key)
+        except opts.UnknownKey as unknown:
+            guess = f"; did you mean {unknown.suggestion}?" if unknown.suggestion else ""
+            raise ConfigError(
+                f"{setting.source}: {setting.key}: unknown configuration key{guess}",
+                "Check the spelling; 'flinkish config' lists the keys in effect and "
+                "docs/configuration.md every supported key.",
+            ) from None
+
+    def _parse(self, winner: _Resolved) -> _Resolved:
+        setting, info = winner.setting, winner.info
+        option = info.option
+        text = raw_text(setting.value, _separator(option))
+        if option is None:
+            return _Resolved(info.canonical, info, setting, winner.rank, text, text)
+        try:
+            value = option.type.parse(setting.value)
+        except ValueProblem as problem:
+            raise self._value_error(
+                setting, option, text, problem.problem, problem.expected
+            ) from None
+        if option.check is not None and not option.check.test(value):
+            raise self._value_error(setting, option, text, "is out of range", option.check.expected)
+        if isinstance(option.type, Enum):
+            replacement = option.type.deprecated_spelling(setting.value)
+            if replacement is not None:
+                self._warn(
+                    f"{setting.source}: {setting.key}: '{text.strip()}' is deprecated; "
+                    f"use {replacement} instead."
+                )
+        return _Resolved(info.canonical, info, setting, winner.rank, text, value)
+
+    @staticmethod
+    def _value_error(
+        setting: Setting, option: opts.Option, text: str, problem: str, expected: str
+    ) -> ConfigError:
+        shown = REDACTED if option.secret or is_secret(setting.key) else text.strip()
+        return ConfigError(
+            f"{setting.source}: {setting.key}: '{shown}' {problem}; expected {expected}",
+            _fix_hint(setting.source, setting.key),
+        )
+
+    def _check_across(self) -> None:
+        for rule in CROSS_CHECKS:
+            if not (self.is_set(rule.a) or self.is_set(rule.b)):
+                continue
+            a, b = self.get(rule.a), self.get(rule.b)
+            if rule.test(a, b):
+                continue
+            sources = [self._resolved[k] for k in (rule.a, rule.b) if k in self._resolved]
+            where = max(sources, key=lambda r: r.rank).setting.source
+            raise ConfigError(
+                f"{where}: {rule.a} ({self._written(rule.a)}, {self._source(rule.a)}) "
+                f"{rule.relation} {rule.b} ({self._written(rule.b)}, {self._source(rule.b)}); "
+                f"expected {rule.expected}",
+                _fix_hint(where, rule.a),
+            )
+
+    def _check_combinations(self) -> None:
+        incremental = "execution.checkpointing.incremental"
+        enabled = self.is_set(incremental) and self.get(incremental)
+        if enabled and self.get("state.backend.type") != "rocksdb":
+            self._warn(
+                f"{incremental} has no effect with the hashmap state backend; "
+                "set state.backend.type: rocksdb."
+            )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _info(self, key: str) -> opts.KeyInfo:
+        try:
+            return opts.classify(key)
+        except opts.UnknownKey:
+            raise KeyError(key) from None
+
+    def is_set(self, key: str) -> bool:
+        """Whether ``key`` (or one of its aliases) is set by a file, ``-D`` or a flag."""
+        try:
+            return self._info(key).canonical in self._resolved
+        except KeyError:
+            return False
+
+    def get(self, key: str) -> Any:
+        """The typed value of ``key`` (current or deprecated name); None when unset.
+
+        Durations are ``timedelta``, memory sizes ``int`` bytes, lists ``list[str]``, enums
+        their canonical spelling. Raises KeyError for a key flinkish does not know.
+        """
+        info = self._info(key)
+        resolved = self._resolved.get(info.canonical)
+        if resolved is not None:
+            return resolved.value
+        if info.option is not None:
+            return info.option.default_value(self)
+        if info.status == opts.NOT_APPLICABLE:
+            raise KeyError(key)
+        return None
+
+    def _display(self, key: str) -> str:
+        """The value of ``key`` as display text, redacted when secret ("" when unset)."""
+        info = self._info(key)
+        value = self.get(key)
+        if value is None:
+            return ""
+        if is_secret(info.canonical) or (info.option is not None and info.option.secret):
+            return REDACTED
+        if info.option is not None:
+            return info.option.type.format(value)
+        return str(value)
+
+    def _written(self, key: str) -> str:
+        """The value of ``key`` as the user wrote it (or its default), redacted when secret."""
+        resolved = self._resolved.get(self._info(key).canonical)
+        if resolved is None:
+            return self._display(key)
+        return redact(resolved.key, resolved.text.strip())
+
+    def _source(self, key: str) -> Source:
+        resolved = self._resolved.get(self._info(key).canonical)
+        return resolved.setting.source if resolved else DEFAULT
+
+    def spark_settings(self, key: str) -> dict[str, str]:
+        """The Spark settings ``key`` translates to, unredacted ({} when none)."""
+        info = self._info(key)
+        resolved = self._resolved.get(info.canonical)
+        if info.family is not None:
+            return info.family.spark(info.canonical, resolved.text) if resolved else {}
+        option = info.option
+        if option is None or option.spark is None:
+            return {}
+        if resolved is None and not option.emit_default:
+            return {}
+        value = self.get(info.canonical)
+        return option.spark(value, self) if value is not None else {}
+
+    def entry(self, key: str) -> ConfigEntry:
+        """The display entry of one key (current or deprecated name), even when unset."""
+        info = self._info(key)
+        if info.status == opts.NOT_APPLICABLE and info.canonical not in self._resolved:
+            raise KeyError(key)
+        option = info.option
+        secret = is_secret(info.canonical) or (option is not None and option.secret)
+        spark = self.spark_settings(info.canonical)
+        if secret:
+            spark = {k: REDACTED for k in spark}
+        else:
+            spark = {k: redact(k, v) for k, v in spark.items()}
+        if option is not None:
+            description = option.description
+        elif info.family is not None:
+            description = info.family.description
+        else:
+            description = "Flink setting with no meaning on Spark (ignored)."
+        return ConfigEntry(
+            key=info.canonical,
+            value=self.get(info.canonical),
+            text=self._display(info.canonical),
+            source=self._source(info.canonical),
+            status=info.status,
+            spark=spark,
+            description=description,
+            secret=secret,
+        )
+
+    def entries(self) -> list[ConfigEntry]:
+        """One entry per key that is set or has a default, sorted by key."""
+        keys = set(self._resolved)
+        keys.update(o.key for o in opts.OPTIONS if o.default is not None or o.default_fn)
+        return [self.entry(key) for key in sorted(keys)]
+
+    def keys(self) -> list[str]:
+        """The canonical keys that are set (file, ``-D`` or flags), sorted."""
+        return sorted(self._resolved)
+
+    def to_flat(self, include_secrets: bool = False) -> dict[str, str]:
+        """Canonical key -> value as written, for every key set (not-applicable keys omitted).
+
+        Secrets are left out unless ``include_secrets``. :meth:`from_flat` reverses it.
+        """
+        flat: dict[str, str] = {}
+        for key in sorted(self._resolved):
+            resolved = self._resolved[key]
+            if resolved.info.status == opts.NOT_APPLICABLE:
+                continue
+            secret = is_secret(key) or (resolved.info.option and resolved.info.option.secret)
+            if secret and not include_secrets:
+                continue
+            flat[key] = resolved.text
+        return flat
+
+    @classmethod
+    def from_flat(cls, flat: Mapping[str, str]) -> Configuration:
+        """A configuration from :meth:`to_flat`'s output (e.g. in a job's driver)."""
+        source = Source("file")
+        return cls([Setting(str(k), str(v), source) for k, v in flat.items()])
+
+    def with_overrides(self, flags: Mapping[str, str]) -> Configuration:
+        """A new configuration with ``flags`` (Flink key -> value) on top of everything."""
+        extra = [
+            Setting(k, str(v), Source("flag", flag=FLAG_NAMES.get(k))) for k, v in flags.items()
+        ]
+        return Configuration(
+            self._settings + tuple(extra),
+            conf_dir=self.conf_dir,
+            source_file=self.source_file,
+            warnings=self._load_warnings,
+        )
+
+    def __repr__(self) -> str:
+        return f"Configuration(source_file={self.source_file}, keys={self.keys()})"
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when below it, else absolute."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:
+        return absolute
+    return absolute if relative.startswith("..") else relative

@@ -1,0 +1,1072 @@
+"""The registry: every Flink configuration key flinkish understands, in one declarative table.
+
+An :class:`Option` declares a key's type, default, allowed range, deprecated aliases, a
+one-line description, its Spark translation and its status:
+
+``mapped``          translated to Spark settings with the same meaning.
+``approximate``     translated to the closest Spark settings; ``note`` says how they differ.
+``runtime``         no Spark setting: flinkish's CLI or driver runtime enforces it.
+
+Besides the table, :data:`FAMILIES` covers whole key spaces: ``spark.*`` passes through
+verbatim; ``s3.*`` / ``fs.s3a.*`` become Hadoop S3A settings and ``flink.hadoop.*`` Hadoop
+settings; ``metrics.reporter.prom.*`` turns on Spark's Prometheus endpoint. And
+:data:`NOT_APPLICABLE_KEYS` / :data:`NOT_APPLICABLE_PREFIXES` list Flink keys that mean
+nothing on Spark: they are accepted with a warning. :func:`classify` resolves any key to
+one of these, or raises :class:`UnknownKey` with a "did you mean" suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flinkish_cli.config import mappings as m
+from flinkish_cli.config.secrets import is_secret
+from flinkish_cli.config.units import MAX_BYTES
+from flinkish_cli.config.valuetypes import (
+    Bool,
+    Check,
+    Duration,
+    Enum,
+    Float,
+    Int,
+    List,
+    Memory,
+    Str,
+    Uri,
+    ValueType,
+    at_least,
+    between,
+)
+
+MAPPED = "mapped"
+APPROXIMATE = "approximate"
+RUNTIME = "runtime"
+NOT_APPLICABLE = "not-applicable"
+PASSTHROUGH = "passthrough"
+STATUSES = (MAPPED, APPROXIMATE, RUNTIME, NOT_APPLICABLE, PASSTHROUGH)
+
+__all__ = [
+    "APPROXIMATE",
+    "FAMILIES",
+    "MAPPED",
+    "NOT_APPLICABLE",
+    "NOT_APPLICABLE_KEYS",
+    "NOT_APPLICABLE_PREFIXES",
+    "OPTIONS",
+    "PASSTHROUGH",
+    "RUNTIME",
+    "Family",
+    "KeyInfo",
+    "Option",
+    "UnknownKey",
+    "classify",
+    "option",
+]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One supported Flink key (see the module docstring for ``status``)."""
+
+    key: str
+    type: ValueType
+    section: str
+    description: str
+    status: str
+    default: str | None = None  # as Flink writes it; parsed with ``type``
+    default_fn: Callable[[m.Lookup], Any] | None = None  # a computed (typed) default
+    default_doc: str | None = None  # how the reference shows a computed default
+    check: Check | None = None
+    aliases: tuple[str, ...] = ()  # deprecated names: accepted with a warning
+    synonyms: tuple[str, ...] = ()  # other accepted spellings, no warning
+    spark: m.SparkMap | None = None
+    spark_doc: str = "—"  # the translation as the reference page describes it
+    note: str = ""  # how an approximation differs, or what the runtime does
+    emit_default: bool = False  # translate the default too, not only a set value
+
+    @property
+    def secret(self) -> bool:
+        return is_secret(self.key) or any(is_secret(a) for a in self.aliases + self.synonyms)
+
+    def default_value(self, config: m.Lookup) -> Any:
+        """The typed default (None when the key has none)."""
+        if self.default_fn is not None:
+            return self.default_fn(config)
+        return None if self.default is None else self.type.parse(self.default)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A whole key space handled alike: ``spark.*``, ``s3.*``, ``metrics.reporter.prom.*``."""
+
+    prefix: str
+    status: str
+    description: str
+    spark: Callable[[str, str], dict[str, str]]
+    spark_doc: str
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What a key written by the user resolves to."""
+
+    canonical: str
+    status: str
+    option: Option | None = None
+    family: Family | None = None
+    deprecated: bool = False  # the key was a deprecated alias of ``canonical``
+
+
+class UnknownKey(KeyError):
+    """A key that is neither supported nor a known Flink key; ``suggestion`` is a near miss."""
+
+    def __init__(self, key: str, suggestion: str | None) -> None:
+        super().__init__(key)
+        self.key = key
+        self.suggestion = suggestion
+
+
+def _home(*parts: str) -> Callable[[m.Lookup], str]:
+    return lambda config: str(Path.home().joinpath(".flinkish", *parts))
+
+
+def _default_restart(config: m.Lookup) -> str:
+    return "exponential-delay" if config.get("execution.checkpointing.interval") else "disable"
+
+
+NETWORK_NOTE = (
+    "Network memory = fraction x (taskmanager.memory.process.size, default 1728 MiB, − 256 MiB "
+    "metaspace − JVM overhead of 10 % within 192 MiB..1 GiB), clamped to [min, max]; half of "
+    "one slot's share (a task's input buffers) becomes spark.reducer.maxSizeInFlight, rounded "
+    "down to whole MiB."
+)
+POSITIVE_DURATION = Check(lambda v: v.total_seconds() > 0, "a duration above 0, e.g. 10 s")
+PORT = re.compile(r"\d{1,5}(\s*-\s*\d{1,5})?")
+
+S = "State backend"
+C = "Checkpointing"
+E = "Execution"
+R = "Resources"
+RS = "Restart strategy"
+D = "Dependencies and Python"
+ST = "S3 storage"
+MO = "Metrics, JVM and logs"
+
+OPTIONS: tuple[Option, ...] = (
+    # -- state backend ---------------------------------------------------------------------
+    Option(
+        "state.backend.type",
+        Enum(("hashmap", "rocksdb"), deprecated={"filesystem": "hashmap", "jobmanager": "hashmap"}),
+        S,
+        "Where operator state lives: 'hashmap' (JVM heap) or 'rocksdb' (on local disk; "
+        "needed to rescale a savepoint to another parallelism).",
+        MAPPED,
+        default="hashmap",
+        aliases=("state.backend",),
+        spark=m.state_backend,
+        spark_doc="`spark.sql.streaming.stateStore.providerClass` = HDFSBackedStateStoreProvider "
+        "(hashmap) or RocksDBStateStoreProvider (rocksdb)",
+        emit_default=True,
+    ),
+    Option(
+        "execution.checkpointing.incremental",
+        Bool(),
+        S,
+        "Write only what changed since the last checkpoint (RocksDB only).",
+        APPROXIMATE,
+        default="false",
+        aliases=("state.backend.incremental",),
+        spark=m.to(m.ROCKSDB + "changelogCheckpointing.enabled", m.spark_bool),
+        spark_doc=f"`{m.ROCKSDB}changelogCheckpointing.enabled`",
+        note="Spark's RocksDB store always uploads only new SST files; changelog "
+        "checkpointing additionally writes a per-batch changelog instead of a snapshot, "
+        "which is the closest match to Flink's incremental checkpoints.",
+    ),
+    Option(
+        "state.backend.rocksdb.localdir",
+        Str(),
+        S,
+        "Local directory for RocksDB's working files.",
+        APPROXIMATE,
+        spark=m.local_dirs,
+        spark_doc="`spark.local.dir` (unless io.tmp.dirs is set)",
+        note="Spark keeps RocksDB working files under spark.local.dir together with its "
+        "other scratch files; io.tmp.dirs wins when both are set.",
+    ),
+    Option(
+        "state.backend.rocksdb.memory.managed",
+        Bool(),
+        S,
+        "Bound RocksDB's memory (Flink: by the slot's managed memory).",
+        APPROXIMATE,
+        default="true",
+        spark=m.rocksdb_memory,
+        spark_doc=f"`{m.ROCKSDB}boundedMemoryUsage`",
+        note="Spark bounds all RocksDB instances of an executor together, by "
+        "maxMemoryUsageMB (default 500 MiB), not by a managed-memory fraction.",
+    ),
+    Option(
+        "state.backend.rocksdb.memory.fixed-per-slot",
+        Memory(),
+        S,
+        "Fixed memory shared by the RocksDB instances of one slot; wins over fixed-per-tm.",
+        APPROXIMATE,
+        check=at_least(1 << 20, "a size", "1 mb"),
+        spark=m.rocksdb_memory,
+        spark_doc=f"`{m.ROCKSDB}boundedMemoryUsage` = true, `{m.ROCKSDB}maxMemoryUsageMB` = "
+        "value x taskmanager.numberOfTaskSlots",
+        note="Spark's bound is per executor, so the per-slot size is multiplied by the slots.",
+    ),
+    Option(
+        "state.backend.rocksdb.memory.fixed-per-tm",
+        Memory(),
+        S,
+        "Fixed memory shared by all RocksDB instances of a TaskManager (executor).",
+        MAPPED,
+        check=at_least(1 << 20, "a size", "1 mb"),
+        spark=m.rocksdb_memory,
+        spark_doc=f"`{m.ROCKSDB}boundedMemoryUsage` = true, `{m.ROCKSDB}maxMemoryUsageMB`",
+    ),
+    Option(
+        "state.backend.rocksdb.memory.write-buffer-ratio",
+        Float(),
+        S,
+        "Share of the bounded RocksDB memory used by write buffers.",
+        MAPPED,
+        default="0.5",
+        check=Check(lambda v: 0 < v < 1, "a fraction between 0 and 1 (exclusive)"),
+        spark=m.to(m.ROCKSDB + "writeBufferCacheRatio"),
+        spark_doc=f"`{m.ROCKSDB}writeBufferCacheRatio`",
+    ),
+    Option(
+        "state.backend.rocksdb.memory.high-prio-pool-ratio",
+        Float(),
+        S,
+        "Share of the bounded RocksDB memory kept for index and filter blocks.",
+        MAPPED,
+        default="0.1",
+        check=Check(lambda v: 0 < v < 1, "a fraction between 0 and 1 (exclusive)"),
+        spark=m.to(m.ROCKSDB + "highPriorityPoolRatio"),
+        spark_doc=f"`{m.ROCKSDB}highPriorityPoolRatio`",
+    ),
+    Option(
+        "state.backend.rocksdb.block.cache-size",
+        Memory(),
+        S,
+        "RocksDB block cache size.",
+        MAPPED,
+        default="8mb",
+        spark=m.to(m.ROCKSDB + "blockCacheSizeMB", m.ceil_mib),
+        spark_doc=f"`{m.ROCKSDB}blockCacheSizeMB` (MiB, rounded up)",
+    ),
+    Option(
+        "state.backend.rocksdb.block.blocksize",
+        Memory(),
+        S,
+        "RocksDB data block size.",
+        MAPPED,
+        default="4kb",
+        check=at_least(1, "a size", "1 byte"),
+        spark=m.to(m.ROCKSDB + "blockSizeKB", m.ceil_kib),
+        spark_doc=f"`{m.ROCKSDB}blockSizeKB` (KiB, rounded up)",
+    ),
+    Option(
+        "state.backend.rocksdb.writebuffer.size",
+        Memory(),
+        S,
+        "Size of one RocksDB memtable (write buffer).",
+        MAPPED,
+        default="64mb",
+        check=at_least(1, "a size", "1 byte"),
+        spark=m.to(m.ROCKSDB + "writeBufferSizeMB", m.ceil_mib),
+        spark_doc=f"`{m.ROCKSDB}writeBufferSizeMB` (MiB, rounded up)",
+    ),
+    Option(
+        "state.backend.rocksdb.writebuffer.count",
+        Int(),
+        S,
+        "Maximum number of RocksDB memtables held in memory.",
+        MAPPED,
+        default="2",
+        check=at_least(1, "an integer"),
+        spark=m.to(m.ROCKSDB + "maxWriteBufferNumber"),
+        spark_doc=f"`{m.ROCKSDB}maxWriteBufferNumber`",
+    ),
+    Option(
+        "state.backend.rocksdb.files.open",
+        Int(),
+        S,
+        "Maximum number of files RocksDB keeps open (-1: no limit).",
+        MAPPED,
+        default="-1",
+        check=Check(lambda v: v == -1 or v > 0, "-1 (no limit) or an integer ≥ 1"),
+        spark=m.to(m.ROCKSDB + "maxOpenFiles"),
+        spark_doc=f"`{m.ROCKSDB}maxOpenFiles`",
+    ),
+    # -- checkpointing ---------------------------------------------------------------------
+    Option(
+        "execution.checkpointing.dir",
+        Uri(),
+        C,
+        "Root of the per-job directories holding each query's Spark checkpoint and the job's "
+        "status (a local path, file://, s3://, s3a:// or hdfs:// URI).",
+        RUNTIME,
+        default_fn=_home("checkpoints"),
+        default_doc="`~/.flinkish/checkpoints` (expanded to an absolute local path)",
+        aliases=("state.checkpoints.dir", "state.backend.fs.checkpointdir"),
+        note="A local path has ~ expanded and is made absolute; URIs are kept as written.",
+    ),
+    Option(
+        "execution.checkpointing.savepoint-dir",
+        Uri(),
+        C,
+        "Default target directory of savepoints (stop -p, savepoint without a directory).",
+        RUNTIME,
+        default_fn=_home("savepoints"),
+        default_doc="`~/.flinkish/savepoints` (expanded to an absolute local path)",
+        aliases=("state.savepoints.dir", "savepoints.state.backend.fs.dir"),
+    ),
+    Option(
+        "execution.checkpointing.num-retained",
+        Int(),
+        C,
+        "Completed checkpoints to retain.",
+        APPROXIMATE,
+        default="1",
+        check=at_least(1, "an integer"),
+        aliases=("state.checkpoints.num-retained",),
+        spark=m.num_retained,
+        spark_doc=f"`spark.sql.streaming.minBatchesToRetain` = max(value, {m.MIN_BATCHES_FLOOR})",
+        note=f"Every Spark micro-batch is a checkpoint; flinkish keeps at least "
+        f"{m.MIN_BATCHES_FLOOR} batches (Spark's default is 100) so that a savepoint copying a "
+        "running query and a restart after a failed batch always find their files.",
+        emit_default=True,
+    ),
+    Option(
+        "execution.checkpointing.interval",
+        Duration(),
+        C,
+        "Interval of checkpoints: each query's processing-time trigger. Unset or 0: the next "
+        "micro-batch starts as soon as the previous one ends (Spark's default trigger).",
+        RUNTIME,
+        check=Check(
+            lambda v: v.total_seconds() == 0 or v.total_seconds() >= 0.01,
+            "0 or a duration of at least 10 ms",
+        ),
+    ),
+    Option(
+        "execution.checkpointing.timeout",
+        Duration(),
+        C,
+        "A micro-batch (checkpoint) taking longer than this counts as a failed checkpoint.",
+        RUNTIME,
+        default="10 min",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "execution.checkpointing.min-pause",
+        Duration(),
+        C,
+        "Minimum pause between the end of one checkpoint and the start of the next.",
+        RUNTIME,
+        default="0 ms",
+    ),
+    Option(
+        "execution.checkpointing.tolerable-failed-checkpoints",
+        Int(),
+        C,
+        "Consecutive failed checkpoints tolerated before the job fails.",
+        RUNTIME,
+        default="0",
+        check=at_least(0, "an integer"),
+    ),
+    Option(
+        "execution.checkpointing.mode",
+        Enum(("EXACTLY_ONCE", "AT_LEAST_ONCE")),
+        C,
+        "Checkpointing guarantee; Spark's checkpoints give exactly-once state either way.",
+        RUNTIME,
+        default="EXACTLY_ONCE",
+    ),
+    Option(
+        "execution.checkpointing.externalized-checkpoint-retention",
+        Enum(("NO_EXTERNALIZED_CHECKPOINTS", "RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION")),
+        C,
+        "Whether a job's checkpoints are kept (for -s) when it is cancelled or fails.",
+        RUNTIME,
+        default="NO_EXTERNALIZED_CHECKPOINTS",
+    ),
+    # -- execution -------------------------------------------------------------------------
+    Option(
+        "execution.runtime-mode",
+        Enum(("STREAMING", "BATCH", "AUTOMATIC")),
+        E,
+        "STREAMING runs queries until stopped; BATCH runs each query once over the available "
+        "input (Spark's availableNow trigger); AUTOMATIC behaves as STREAMING.",
+        RUNTIME,
+        default="STREAMING",
+    ),
+    Option(
+        "execution.target",
+        Enum(
+            (
+                "local",
+                "remote",
+                "yarn-session",
+                "yarn-application",
+                "kubernetes-session",
+                "kubernetes-application",
+            )
+        ),
+        E,
+        "Where jobs run (run -t wins): local Spark, a standalone master, YARN or Kubernetes.",
+        RUNTIME,
+        default="local",
+    ),
+    Option(
+        "execution.attached",
+        Bool(),
+        E,
+        "Whether run waits for the job (run is attached unless -d is given).",
+        RUNTIME,
+        default="false",
+    ),
+    Option(
+        "pipeline.name",
+        Str(),
+        E,
+        "Name of the job (default: the script's file name).",
+        MAPPED,
+        spark=m.to("spark.app.name"),
+        spark_doc="`spark.app.name`",
+    ),
+    Option(
+        "pipeline.max-parallelism",
+        Int(),
+        E,
+        "Upper bound for rescaling a job's state; -1 lets flinkish choose. Must be at least "
+        "parallelism.default.",
+        RUNTIME,
+        default="-1",
+        check=Check(lambda v: v == -1 or 1 <= v <= 32768, "-1 (automatic) or 1 to 32768"),
+    ),
+    # -- resources -------------------------------------------------------------------------
+    Option(
+        "parallelism.default",
+        Int(),
+        R,
+        "Parallelism of jobs (run -p wins): the number of shuffle and state partitions.",
+        MAPPED,
+        default="1",
+        check=at_least(1, "an integer"),
+        spark=m.parallelism,
+        spark_doc="`spark.sql.shuffle.partitions`, `spark.default.parallelism`",
+        emit_default=True,
+    ),
+    Option(
+        "taskmanager.numberOfTaskSlots",
+        Int(),
+        R,
+        "Slots (cores) per TaskManager (executor). Without spark.master, the local master is "
+        "local[max(slots, parallelism)].",
+        MAPPED,
+        default="1",
+        check=at_least(1, "an integer"),
+        spark=m.to("spark.executor.cores"),
+        spark_doc="`spark.executor.cores`; the master `local[max(slots, parallelism)]`",
+    ),
+    Option(
+        "jobmanager.memory.process.size",
+        Memory(),
+        R,
+        "Total memory of the JobManager (Spark driver) process.",
+        APPROXIMATE,
+        check=at_least(1 << 30, "a size", "1 gb"),
+        spark=m.process_memory("driver"),
+        spark_doc="`spark.driver.memory` (heap), `spark.driver.memoryOverhead` (the rest)",
+        note="Flink's process size includes metaspace and JVM overhead; Spark's memory is the "
+        "heap. flinkish uses heap = size − max(384 MiB, 10 %) (at least half the size) and "
+        "gives the rest to memoryOverhead.",
+    ),
+    Option(
+        "taskmanager.memory.process.size",
+        Memory(),
+        R,
+        "Total memory of a TaskManager (Spark executor) process.",
+        APPROXIMATE,
+        check=at_least(1 << 30, "a size", "1 gb"),
+        spark=m.process_memory("executor"),
+        spark_doc="`spark.executor.memory` (heap), `spark.executor.memoryOverhead` (the rest)",
+        note="As for the JobManager: heap = size − max(384 MiB, 10 %) (at least half the size), "
+        "the rest is memoryOverhead. In local mode executors run inside the driver.",
+    ),
+    Option(
+        "taskmanager.memory.network.fraction",
+        Float(),
+        R,
+        "Share of total Flink memory used for network (shuffle) buffers.",
+        APPROXIMATE,
+        default="0.1",
+        check=between(0, 1, "a fraction", high_open=True),
+        aliases=("taskmanager.network.memory.fraction",),
+        spark=m.network_memory,
+        spark_doc="`spark.reducer.maxSizeInFlight` (see note)",
+        note=NETWORK_NOTE,
+    ),
+    Option(
+        "taskmanager.memory.network.min",
+        Memory(),
+        R,
+        "Lower bound of the network memory.",
+        APPROXIMATE,
+        default="64mb",
+        aliases=("taskmanager.network.memory.min",),
+        spark=m.network_memory,
+        spark_doc="`spark.reducer.maxSizeInFlight` (see fraction)",
+        note=NETWORK_NOTE,
+    ),
+    Option(
+        "taskmanager.memory.network.max",
+        Memory(),
+        R,
+        "Upper bound of the network memory.",
+        APPROXIMATE,
+        default=f"{MAX_BYTES}b",
+        aliases=("taskmanager.network.memory.max",),
+        spark=m.network_memory,
+        spark_doc="`spark.reducer.maxSizeInFlight` (see fraction)",
+        note=NETWORK_NOTE,
+    ),
+    Option(
+        "taskmanager.memory.segment-size",
+        Memory(),
+        R,
+        "Size of one network buffer.",
+        APPROXIMATE,
+        default="32kb",
+        check=between(4 << 10, 1 << 30, "a size", shown=("4 kb", "1 gb")),
+        spark=m.to("spark.shuffle.file.buffer", m.spark_size),
+        spark_doc="`spark.shuffle.file.buffer`",
+        note="Flink's buffer unit becomes the buffer of each shuffle output stream; both "
+        "default to 32 KiB.",
+    ),
+    # -- restart strategy ------------------------------------------------------------------
+    Option(
+        "restart-strategy.type",
+        Enum(
+            ("disable", "fixed-delay", "failure-rate", "exponential-delay"),
+            synonyms={
+                "none": "disable",
+                "off": "disable",
+                "fixeddelay": "fixed-delay",
+                "failurerate": "failure-rate",
+                "exponentialdelay": "exponential-delay",
+            },
+        ),
+        RS,
+        "How the driver restarts a job's failed queries from their last checkpoint.",
+        RUNTIME,
+        default_fn=_default_restart,
+        default_doc="exponential-delay when execution.checkpointing.interval is set, "
+        "else disable (Flink's rule)",
+        aliases=("restart-strategy",),
+    ),
+    Option(
+        "restart-strategy.fixed-delay.attempts",
+        Int(),
+        RS,
+        "fixed-delay: restarts before the job fails.",
+        RUNTIME,
+        default="1",
+        check=at_least(0, "an integer"),
+    ),
+    Option(
+        "restart-strategy.fixed-delay.delay",
+        Duration(),
+        RS,
+        "fixed-delay: pause before each restart.",
+        RUNTIME,
+        default="1 s",
+    ),
+    Option(
+        "restart-strategy.exponential-delay.initial-backoff",
+        Duration(),
+        RS,
+        "exponential-delay: pause before the first restart.",
+        RUNTIME,
+        default="1 s",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "restart-strategy.exponential-delay.max-backoff",
+        Duration(),
+        RS,
+        "exponential-delay: longest pause between restarts (≥ initial-backoff).",
+        RUNTIME,
+        default="1 min",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "restart-strategy.exponential-delay.backoff-multiplier",
+        Float(),
+        RS,
+        "exponential-delay: factor applied to the pause after each failure.",
+        RUNTIME,
+        default="1.5",
+        check=at_least(1, "a number", "1.0"),
+    ),
+    Option(
+        "restart-strategy.exponential-delay.reset-backoff-threshold",
+        Duration(),
+        RS,
+        "exponential-delay: running this long without failure resets the pause.",
+        RUNTIME,
+        default="1 h",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "restart-strategy.exponential-delay.jitter-factor",
+        Float(),
+        RS,
+        "exponential-delay: random share added to or taken from each pause.",
+        RUNTIME,
+        default="0.1",
+        check=between(0, 1, "a fraction"),
+    ),
+    Option(
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+        Int(),
+        RS,
+        "exponential-delay: restarts before the job fails (counted until the pause resets).",
+        RUNTIME,
+        default="2147483647",
+        check=at_least(0, "an integer"),
+    ),
+    Option(
+        "restart-strategy.failure-rate.max-failures-per-interval",
+        Int(),
+        RS,
+        "failure-rate: failures within one interval before the job fails.",
+        RUNTIME,
+        default="1",
+        check=at_least(1, "an integer"),
+    ),
+    Option(
+        "restart-strategy.failure-rate.failure-rate-interval",
+        Duration(),
+        RS,
+        "failure-rate: the interval failures are counted in.",
+        RUNTIME,
+        default="1 min",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "restart-strategy.failure-rate.delay",
+        Duration(),
+        RS,
+        "failure-rate: pause before each restart.",
+        RUNTIME,
+        default="1 s",
+    ),
+    # -- dependencies and Python -----------------------------------------------------------
+    Option(
+        "pipeline.jars",
+        List(";,"),
+        D,
+        "Jars added to the classpath of the driver and executors.",
+        MAPPED,
+        spark=m.joined("spark.jars"),
+        spark_doc="`spark.jars` (comma-separated)",
+    ),
+    Option(
+        "python.files",
+        List(","),
+        D,
+        "Python files, zips or directories shipped to the executors (run -pyfs).",
+        MAPPED,
+        spark=m.joined("spark.submit.pyFiles"),
+        spark_doc="`spark.submit.pyFiles`",
+    ),
+    Option(
+        "python.archives",
+        List(","),
+        D,
+        "Archives extracted on the executors; 'archive.zip#dir' names the directory (run -pyarch).",
+        MAPPED,
+        spark=m.joined("spark.archives"),
+        spark_doc="`spark.archives`",
+    ),
+    Option(
+        "python.executable",
+        Str(),
+        D,
+        "Python interpreter of the executors (run -pyexec); default: the driver's.",
+        MAPPED,
+        spark=m.to("spark.pyspark.python"),
+        spark_doc="`spark.pyspark.python`",
+    ),
+    Option(
+        "python.client.executable",
+        Str(),
+        D,
+        "Python interpreter of the driver (run -pyclientexec); default: flinkish's own.",
+        MAPPED,
+        spark=m.to("spark.pyspark.driver.python"),
+        spark_doc="`spark.pyspark.driver.python`",
+    ),
+    Option(
+        "python.requirements",
+        Str(),
+        D,
+        "requirements.txt installed by run into a zip shipped with the job "
+        "('requirements.txt#cache_dir' installs offline) (run -pyreq).",
+        RUNTIME,
+    ),
+    # -- S3 --------------------------------------------------------------------------------
+    Option(
+        "s3.endpoint",
+        Str(),
+        ST,
+        "S3 endpoint URL (e.g. MinIO); used by Spark's S3A and flinkish's own S3 access.",
+        MAPPED,
+        synonyms=("fs.s3a.endpoint",),
+        spark=m.to("spark.hadoop.fs.s3a.endpoint"),
+        spark_doc="`spark.hadoop.fs.s3a.endpoint`",
+    ),
+    Option(
+        "s3.access-key",
+        Str(),
+        ST,
+        "S3 access key (secret: never shown).",
+        MAPPED,
+        synonyms=("s3.access.key", "fs.s3a.access.key"),
+        spark=m.to("spark.hadoop.fs.s3a.access.key"),
+        spark_doc="`spark.hadoop.fs.s3a.access.key`",
+    ),
+    Option(
+        "s3.secret-key",
+        Str(),
+        ST,
+        "S3 secret key (secret: never shown).",
+        MAPPED,
+        synonyms=("s3.secret.key", "fs.s3a.secret.key"),
+        spark=m.to("spark.hadoop.fs.s3a.secret.key"),
+        spark_doc="`spark.hadoop.fs.s3a.secret.key`",
+    ),
+    Option(
+        "s3.path.style.access",
+        Bool(),
+        ST,
+        "Address buckets as endpoint/bucket instead of bucket.endpoint (MinIO needs true).",
+        MAPPED,
+        default="false",
+        synonyms=("s3.path-style-access", "fs.s3a.path.style.access"),
+        spark=m.to("spark.hadoop.fs.s3a.path.style.access", m.spark_bool),
+        spark_doc="`spark.hadoop.fs.s3a.path.style.access`",
+    ),
+    Option(
+        "s3.region",
+        Str(),
+        ST,
+        "S3 region.",
+        MAPPED,
+        synonyms=("s3.endpoint.region", "fs.s3a.endpoint.region"),
+        spark=m.to("spark.hadoop.fs.s3a.endpoint.region"),
+        spark_doc="`spark.hadoop.fs.s3a.endpoint.region`",
+    ),
+    # -- metrics, JVM, logs, heartbeat -----------------------------------------------------
+    Option(
+        "metrics.reporter.prom.factory.class",
+        Str(),
+        MO,
+        "Prometheus reporter; any metrics.reporter.prom.* key turns on Spark's endpoint.",
+        APPROXIMATE,
+        spark=m.prometheus,
+        spark_doc="`spark.ui.prometheus.enabled` = true, "
+        "`spark.metrics.conf.*.sink.prometheusServlet.class`/`.path` = PrometheusServlet at "
+        "/metrics/prometheus",
+        note="Spark serves Prometheus metrics from its UI (driver: /metrics/prometheus, "
+        "executors: /metrics/executors/prometheus) instead of a reporter's own HTTP server.",
+    ),
+    Option(
+        "metrics.reporter.prom.port",
+        Str(),
+        MO,
+        "Port (or range a-b) of the Prometheus endpoint.",
+        APPROXIMATE,
+        check=Check(lambda v: bool(PORT.fullmatch(v)), "a port or a range, e.g. 9249 or 9249-9259"),
+        spark=m.prometheus_port,
+        spark_doc="the Prometheus settings, and `spark.ui.port` = the (first) port",
+        note="Spark's Prometheus endpoint is part of its UI, so the UI moves to this port.",
+    ),
+    Option(
+        "io.tmp.dirs",
+        List(",:"),
+        MO,
+        "Local scratch directories (separated by ',' or ':').",
+        MAPPED,
+        spark=m.local_dirs,
+        spark_doc="`spark.local.dir`",
+    ),
+    Option(
+        "env.java.opts.all",
+        Str(),
+        MO,
+        "JVM options of the driver and the executors.",
+        MAPPED,
+        aliases=("env.java.opts",),
+        spark=m.java_opts(("driver", "executor")),
+        spark_doc="`spark.driver.extraJavaOptions`, `spark.executor.extraJavaOptions` "
+        "(followed by the role's own options)",
+    ),
+    Option(
+        "env.java.opts.jobmanager",
+        Str(),
+        MO,
+        "JVM options of the driver (after env.java.opts.all).",
+        MAPPED,
+        spark=m.java_opts(("driver",)),
+        spark_doc="`spark.driver.extraJavaOptions`",
+    ),
+    Option(
+        "env.java.opts.taskmanager",
+        Str(),
+        MO,
+        "JVM options of the executors (after env.java.opts.all).",
+        MAPPED,
+        spark=m.java_opts(("executor",)),
+        spark_doc="`spark.executor.extraJavaOptions`",
+    ),
+    Option(
+        "env.log.dir",
+        Uri(),
+        MO,
+        "Directory of the jobs' driver logs (flinkish-<job id>.log).",
+        RUNTIME,
+        default_fn=_home("log"),
+        default_doc="`~/.flinkish/log` (expanded to an absolute local path)",
+    ),
+    Option(
+        "heartbeat.interval",
+        Duration(),
+        MO,
+        "How often a running job's driver records its heartbeat.",
+        RUNTIME,
+        default="10 s",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "heartbeat.timeout",
+        Duration(),
+        MO,
+        "A job whose heartbeat is older than this shows as FAILED (> heartbeat.interval).",
+        RUNTIME,
+        default="50 s",
+        check=POSITIVE_DURATION,
+    ),
+)
+
+_BY_NAME: dict[str, tuple[Option, bool]] = {}
+for _option in OPTIONS:
+    _BY_NAME[_option.key] = (_option, False)
+    for _synonym in _option.synonyms:
+        _BY_NAME[_synonym] = (_option, False)
+    for _alias in _option.aliases:
+        _BY_NAME[_alias] = (_option, True)
+
+
+def option(key: str) -> Option:
+    """The option registered as ``key`` (or one of its aliases); KeyError if none is."""
+    return _BY_NAME[key][0]
+
+
+def _s3a(key: str, value: str) -> dict[str, str]:
+    return {"spark.hadoop.fs.s3a." + key.split(".", 1)[1]: value}
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "spark.",
+        PASSTHROUGH,
+        "Spark setting, passed to Spark verbatim (wins over translated settings).",
+        lambda key, value: {key: value},
+        "the same key",
+    ),
+    Family(
+        "flink.hadoop.",
+        MAPPED,
+        "Hadoop setting: Flink hands flink.hadoop.<key> to Hadoop as <key>.",
+        lambda key, value: {"spark.hadoop." + key[len("flink.hadoop.") :]: value},
+        "`spark.hadoop.<key>`",
+    ),
+    Family(
+        "fs.s3a.",
+        MAPPED,
+        "Hadoop S3A setting.",
+        lambda key, value: {"spark.hadoop." + key: value},
+        "`spark.hadoop.fs.s3a.*`",
+    ),
+    Family(
+        "s3.",
+        MAPPED,
+        "S3 setting, mirrored to Hadoop S3A as Flink's S3 file system does (s3.x → fs.s3a.x).",
+        _s3a,
+        "`spark.hadoop.fs.s3a.*`",
+    ),
+    Family(
+        "metrics.reporter.prom.",
+        APPROXIMATE,
+        "Prometheus reporter setting; turns on Spark's Prometheus endpoint.",
+        lambda key, value: dict(m.PROMETHEUS_SETTINGS),
+        "the Prometheus settings (see metrics.reporter.prom.factory.class)",
+    ),
+)
+
+#: Flink keys that mean nothing on Spark (accepted with a warning). Listed exactly when a
+#: supported key shares their prefix, so that they are not mistaken for a misspelling.
+NOT_APPLICABLE_KEYS: frozenset[str] = frozenset(
+    {
+        "jobmanager.bind-host",
+        "jobmanager.execution.failover-strategy",
+        "jobmanager.scheduler",
+        "jobmanager.archive.fs.dir",
+        "jobmanager.memory.heap.size",
+        "jobmanager.memory.off-heap.size",
+        "jobmanager.memory.flink.size",
+        "jobmanager.memory.jvm-metaspace.size",
+        "jobmanager.memory.jvm-overhead.min",
+        "jobmanager.memory.jvm-overhead.max",
+        "jobmanager.memory.jvm-overhead.fraction",
+        "jobmanager.memory.enable-jvm-direct-memory-limit",
+        "taskmanager.bind-host",
+        "taskmanager.host",
+        "taskmanager.memory.flink.size",
+        "taskmanager.memory.managed.size",
+        "taskmanager.memory.managed.fraction",
+        "taskmanager.memory.task.heap.size",
+        "taskmanager.memory.task.off-heap.size",
+        "taskmanager.memory.framework.heap.size",
+        "taskmanager.memory.framework.off-heap.size",
+        "taskmanager.memory.jvm-metaspace.size",
+        "taskmanager.memory.jvm-overhead.min",
+        "taskmanager.memory.jvm-overhead.max",
+        "taskmanager.memory.jvm-overhead.fraction",
+        "taskmanager.memory.min-segment-size",
+        "state.backend.async",
+        "state.backend.local-recovery",
+        "state.backend.rocksdb.compaction.style",
+        "state.backend.rocksdb.log.dir",
+        "state.backend.rocksdb.timer-service.factory",
+        "state.backend.rocksdb.predefined-options",
+        "state.checkpoint-storage",
+        "execution.checkpointing.storage",
+        "execution.checkpointing.max-concurrent-checkpoints",
+        "execution.checkpointing.unaligned",
+        "execution.checkpointing.unaligned.enabled",
+        "execution.checkpointing.aligned-checkpoint-timeout",
+        "execution.checkpointing.create-subdir",
+        "execution.checkpointing.local-backup.enabled",
+        "execution.buffer-timeout",
+        "heartbeat.rpc-failure-threshold",
+        "env.java.opts.client",
+        "env.java.opts.historyserver",
+        "env.pid.dir",
+        "env.hadoop.conf.dir",
+        "env.yarn.conf.dir",
+        "env.java.home",
+        "env.log.max",
+        "env.log.level",
+        "env.ssh.opts",
+        "state.backend.rocksdb.block.metadata-blocksize",
+    }
+)
+
+#: Key spaces with no meaning on Spark as a whole (accepted with a warning).
+NOT_APPLICABLE_PREFIXES: tuple[str, ...] = (
+    "jobmanager.rpc.",
+    "rest.",
+    "high-availability",
+    "blob.",
+    "web.",
+    "cluster.",
+    "akka.",
+    "pekko.",
+    "security.",
+    "historyserver.",
+    "kubernetes.",
+    "yarn.",
+    "zookeeper.",
+    "classloader.",
+    "metrics.",
+    "table.",
+    "sql-gateway.",
+    "sql-client.",
+    "resourcemanager.",
+    "slot.",
+    "slotmanager.",
+    "queryable-state.",
+    "state.changelog.",
+    "dstl.",
+    "fs.",
+    "client.",
+    "deployment.",
+    "jobstore.",
+    "job-status.",
+    "jmx.",
+    "external-resources",
+    "scheduler-mode",
+    "process.",
+    "compiler.",
+)
+
+#: Key spaces that mix supported and unsupported Flink keys: an unknown key here is a warning
+#: unless it is a near miss of a supported key (then it is an error, "did you mean").
+MIXED_PREFIXES: tuple[str, ...] = (
+    "taskmanager.",
+    "jobmanager.",
+    "env.",
+    "state.",
+    "execution.",
+    "pipeline.",
+    "python.",
+    "io.",
+)
+
+NEAR_MISS = 0.9  # similarity above which an unknown key in a mixed key space is a typo
+
+
+def _closest(key: str, cutoff: float) -> str | None:
+    names = [name for name in _BY_NAME if not _BY_NAME[name][1]]
+    matches = difflib.get_close_matches(key, names, n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+def classify(key: str) -> KeyInfo:
+    """What ``key`` is: an option (maybe by a deprecated name), a family, or not applicable.
+
+    Raises :class:`UnknownKey` for anything else.
+    """
+    if key in _BY_NAME:
+        found, deprecated = _BY_NAME[key]
+        return KeyInfo(found.key, found.status, option=found, deprecated=deprecated)
+    for family in FAMILIES:
+        if key.startswith(family.prefix) and len(key) > len(family.prefix):
+            return KeyInfo(key, family.status, family=family)
+    if key in NOT_APPLICABLE_KEYS or key.startswith(NOT_APPLICABLE_PREFIXES):
+        return KeyInfo(key, NOT_APPLICABLE)
+    if key.startswith(MIXED_PREFIXES):
+        near = _closest(key, NEAR_MISS)
+        if near is None:
+            return KeyInfo(key, NOT_APPLICABLE)
+        raise UnknownKey(key, near)
+    raise UnknownKey(key, _closest(key, 0.6))
+
+
+def all_names() -> list[str]:
+    """Every supported key and alias (for completion and tests)."""
+    return sorted(_BY_NAME)
