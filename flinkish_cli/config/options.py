@@ -397,9 +397,15 @@ OPTIONS: tuple[Option, ...] = (
         "execution.checkpointing.externalized-checkpoint-retention",
         Enum(("NO_EXTERNALIZED_CHECKPOINTS", "RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION")),
         C,
-        "Whether a job's checkpoints are kept (for -s) when it is cancelled or fails.",
+        "Whether a job's checkpoints are kept (for -s) when it ends: RETAIN_ON_CANCELLATION "
+        "keeps them; DELETE_ON_CANCELLATION deletes them on cancel; NO_EXTERNALIZED_CHECKPOINTS "
+        "deletes them on cancel and when the job finishes. Never deleted on failure.",
         RUNTIME,
-        default="NO_EXTERNALIZED_CHECKPOINTS",
+        default="RETAIN_ON_CANCELLATION",
+        note="flinkish's default is RETAIN_ON_CANCELLATION, not Flink 2's "
+        "NO_EXTERNALIZED_CHECKPOINTS: Spark keeps every checkpoint on durable storage, a "
+        "stopped (Ctrl-C) or cancelled job resumes with -s <dir>/<JobID>, and a BATCH job "
+        "run from cron continues where the last run stopped.",
     ),
     # -- execution -------------------------------------------------------------------------
     Option(

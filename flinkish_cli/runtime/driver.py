@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from typing import Any
 
 from flinkish_cli.registry.status import JobState
@@ -72,18 +73,24 @@ def storage_flat_conf(plan: JobPlan, spark_conf: Any) -> dict[str, str]:
 
 def run_job(plan: JobPlan, spark_conf: Any) -> int:
     """Run the job to its end; the driver's exit status."""
+    from flinkish_cli.config import Configuration
+    from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
     from flinkish_cli.runtime import hooks
-    from flinkish_cli.runtime.job import JobRuntime
+    from flinkish_cli.runtime.job import CheckpointRules, JobRuntime
+    from flinkish_cli.runtime.restart import from_config
     from flinkish_cli.storage import StorageSettings
 
+    config = Configuration.from_flat(plan.flink_conf)
     settings = StorageSettings.from_flink(storage_flat_conf(plan, spark_conf))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
-    runtime = JobRuntime(plan, registry, settings)
+    runtime = JobRuntime(plan, registry, settings, CheckpointRules.from_config(config))
     runtime.begin()
     runtime.install_signal_handlers()
     program = plan.entry.target if plan.entry.kind == "file" else None
+    strategy = from_config(config)
     error: BaseException | None = None
+    note: str | None = None
     try:
         from pyspark.sql import SparkSession
 
@@ -92,23 +99,20 @@ def run_job(plan: JobPlan, spark_conf: Any) -> int:
         spark = SparkSession.builder.getOrCreate()
         runtime.spark = spark
         spark.streams.addListener(StatusListener(runtime))
-        controller = hooks.QueryController(runtime)
-        hooks.install(controller)
-        from flinkish_cli.runtime.program import run_program
-
-        try:
-            run_program(plan.entry)
-        except SystemExit as exit_:
-            if exit_.code not in (None, 0):
-                raise RuntimeError(f"The job's program exited with status {exit_.code}.") from None
-        controller.start_pending()
-        if not runtime.queries:
-            runtime.all_started()
-        error = runtime.wait_for_queries()
-    except BaseException as raised:  # the script's own failure is the job's failure
+        while True:
+            error = runtime.run_attempt()
+            if error is None or runtime.ending or isinstance(error, FlinkishError):
+                break  # done, cancelled, or a failure a restart would repeat
+            decision = strategy.on_failure(time.time())
+            if not decision.restart:
+                note = f"not restarted: {decision.reason}"
+                break
+            if not runtime.restart_after(error, decision.delay, program):
+                break
+    except BaseException as raised:
         error = raised
-        log.error("The job's program failed.", exc_info=raised)
-    state = runtime.end(error, program)
+        log.error("The job's driver failed.", exc_info=raised)
+    state = runtime.end(error, program, note)
     with contextlib.suppress(Exception):  # the JVM may already be gone
         from pyspark.sql import SparkSession
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import traceback
 
 MAX_LINES = 6
 MAX_CHARS = 800
+_DANGLING = re.compile(r"\s*(Return\s+)?(Message)?:?\s*$")
 
 
 def short_cause(error: BaseException, program: str | None = None) -> str:
@@ -13,7 +15,8 @@ def short_cause(error: BaseException, program: str | None = None) -> str:
     text = str(error).strip()
     lines = [line.rstrip() for line in text.splitlines()]
     if "Traceback (most recent call last)" in text:  # an error inside a Python UDF
-        head = lines[0] if lines else ""
+        head = lines[0].split("Traceback (most recent call last)")[0] if lines else ""
+        head = _DANGLING.sub("", head)  # "... Return Message:" introduced the traceback
         python_error = _python_exception_line(lines)
         lines = [head, f"Caused by (Python): {python_error}"] if python_error else [head]
     else:

@@ -15,6 +15,7 @@ End states, as Flink's:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from flinkish_cli.errors import FlinkishError, JobError
@@ -49,15 +51,50 @@ CANCEL_GRACE = 15.0
 CHECKPOINT_WAIT = 600.0
 
 
+@dataclass(frozen=True)
+class CheckpointRules:
+    """Flink's checkpoint rules, applied to micro-batches (each batch is a checkpoint)."""
+
+    timeout_s: float = 600.0
+    tolerable_failures: int = 0
+    min_pause_ms: int = 0
+    retention: str = "RETAIN_ON_CANCELLATION"
+
+    @classmethod
+    def from_config(cls, config: Any) -> CheckpointRules:
+        prefix = "execution.checkpointing."
+        return cls(
+            timeout_s=config.get(prefix + "timeout").total_seconds(),
+            tolerable_failures=int(config.get(prefix + "tolerable-failed-checkpoints")),
+            min_pause_ms=int(config.get(prefix + "min-pause").total_seconds() * 1000),
+            retention=str(config.get(prefix + "externalized-checkpoint-retention")),
+        )
+
+    def deletes_on(self, state: JobState) -> bool:
+        """Whether the job's checkpoints go when it ends in ``state`` (never on failure)."""
+        if state is JobState.CANCELED:
+            return self.retention in ("DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS")
+        if state is JobState.FINISHED:
+            return self.retention == "NO_EXTERNALIZED_CHECKPOINTS"
+        return False
+
+
 class JobRuntime:
     """One job, inside its driver."""
 
     dry_run = False
 
-    def __init__(self, plan: JobPlan, registry: JobRegistry, settings: Any = None) -> None:
+    def __init__(
+        self,
+        plan: JobPlan,
+        registry: JobRegistry,
+        settings: Any = None,
+        rules: CheckpointRules | None = None,
+    ) -> None:
         self.plan = plan
         self.registry = registry
         self.settings = settings
+        self.rules = rules or CheckpointRules()
         self.spark: Any = None
         self.control = ControlChannel(registry, plan.job_id)
         self.status = registry.find(plan.job_id) or JobStatus(job_id=plan.job_id, name=plan.name)
@@ -81,6 +118,10 @@ class JobRuntime:
         self._restore_storage: Any = None
         self._restored: dict[str, int] = {}
         self._claimed = False
+        self._failure: BaseException | None = None  # a checkpoint rule failed the job
+        self._failed_checkpoints = 0
+        self._trigger_since: dict[str, float] = {}
+        self._expired_batch: dict[str, int] = {}
 
     # -- status --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -116,6 +157,10 @@ class JobRuntime:
                 self._handle_control()
             except Exception as error:
                 log.warning("Could not read control requests: %s", error)
+            try:
+                self._watch_batches()
+            except Exception as error:
+                log.warning("Could not watch the running batches: %s", error)
             if self._dirty.is_set() or time.time() >= next_beat:
                 self.flush()
                 next_beat = time.time() + self.plan.heartbeat_interval_s
@@ -129,10 +174,10 @@ class JobRuntime:
         hooks.set_writer_option(writer, "checkpointLocation", checkpoint)
         if self.plan.runtime_mode == "BATCH":
             hooks.set_writer_trigger(writer, availableNow=True)
-        elif self.plan.trigger_interval_ms and not getattr(writer, "_flinkish_trigger", None):
-            hooks.set_writer_trigger(
-                writer, processingTime=f"{self.plan.trigger_interval_ms} milliseconds"
-            )
+        elif not getattr(writer, "_flinkish_trigger", None):
+            interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
+            if interval_ms:
+                hooks.set_writer_trigger(writer, processingTime=f"{interval_ms} milliseconds")
         with self._lock:
             existing = self.status.queries.get(name)
             if existing is None:
@@ -163,8 +208,10 @@ class JobRuntime:
             entry = self.status.queries.get(name or "")
             if entry is None:
                 return
-            entry.record(Progress.from_spark(progress))
+            done = Progress.from_spark(progress)
+            entry.record(done)
         self._dirty.set()
+        self._batch_completed(str(name), done)
         self._claim_if_done()
 
     def reconcile(self) -> None:
@@ -428,6 +475,21 @@ class JobRuntime:
         self.end(None)
         os._exit(0 if self._ending is not JobState.FAILED else 1)
 
+    def _delete_checkpoints(self, state: JobState) -> None:
+        """execution.checkpointing.externalized-checkpoint-retention: delete the queries'
+        checkpoints (the job's status stays, for ``list -a``)."""
+        from flinkish_cli.storage import join
+
+        for name in list(self.status.queries):
+            with contextlib.suppress(Exception):
+                self.registry.storage.delete_tree(join(self.plan.job_dir, name))
+        log.info(
+            "Deleted the checkpoints of job %s (%s, retention %s).",
+            self.plan.job_id,
+            state.value,
+            self.rules.retention,
+        )
+
     def install_signal_handlers(self) -> None:
         """SIGTERM and SIGINT stop the job gracefully."""
 
@@ -438,10 +500,120 @@ class JobRuntime:
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
 
+    # -- checkpoint rules ----------------------------------------------------------------
+    def _watch_batches(self) -> None:
+        """A batch running longer than execution.checkpointing.timeout is a failed checkpoint."""
+        now = time.monotonic()
+        for name, query in list(self.queries.items()):
+            try:
+                running = query.isActive and query.status.get("isTriggerActive")
+            except Exception:
+                continue
+            if not running:
+                self._trigger_since.pop(name, None)
+                continue
+            since = self._trigger_since.setdefault(name, now)
+            entry = self.status.queries.get(name)
+            batch = (
+                entry.last_committed_batch
+                if entry and entry.last_committed_batch is not None
+                else -1
+            ) + 1
+            if now - since > self.rules.timeout_s and self._expired_batch.get(name) != batch:
+                self._expired_batch[name] = batch
+                self._checkpoint_failed(
+                    name, f"batch {batch} has run longer than {self.rules.timeout_s:g} s"
+                )
+
+    def _batch_completed(self, name: str, progress: Progress) -> None:
+        if self._expired_batch.get(name) == progress.batch_id:
+            return  # already counted while it ran
+        if progress.duration_ms > self.rules.timeout_s * 1000:
+            self._checkpoint_failed(
+                name, f"batch {progress.batch_id} took {progress.duration_ms / 1000:g} s"
+            )
+        else:
+            self._failed_checkpoints = 0
+
+    def _checkpoint_failed(self, name: str, why: str) -> None:
+        self._failed_checkpoints += 1
+        log.warning(
+            "Checkpoint failed (query '%s': %s; execution.checkpointing.timeout is %g s); "
+            "%d consecutive.",
+            name,
+            why,
+            self.rules.timeout_s,
+            self._failed_checkpoints,
+        )
+        if self._failed_checkpoints <= self.rules.tolerable_failures or self._failure:
+            return
+        self._failure = JobError(
+            f"Exceeded the tolerable failed checkpoints: {self._failed_checkpoints} "
+            f"consecutive (execution.checkpointing.tolerable-failed-checkpoints is "
+            f"{self.rules.tolerable_failures}); query '{name}': {why}, more than "
+            f"execution.checkpointing.timeout."
+        )
+        threading.Thread(target=self._stop_queries, args=(False,), daemon=True).start()
+
+    # -- attempts and restarts -----------------------------------------------------------
+    def run_attempt(self) -> BaseException | None:
+        """Run the job's program once, until its queries end; the failure, if any."""
+        from flinkish_cli.runtime.program import run_program
+
+        controller = hooks.QueryController(self)
+        hooks.install(controller)
+        self.queries = {}
+        self._failure = None
+        self._failed_checkpoints = 0
+        try:
+            try:
+                run_program(self.plan.entry)
+            except SystemExit as exit_:
+                if exit_.code not in (None, 0):
+                    raise RuntimeError(
+                        f"The job's program exited with status {exit_.code}."
+                    ) from None
+            controller.start_pending()
+            if not self.queries:
+                self.all_started()
+            return self.wait_for_queries()
+        except BaseException as error:  # the script's failure is the job's failure
+            if self._failure is not None:
+                return self._failure
+            log.error("The job's program failed.", exc_info=error)
+            return error
+
+    @property
+    def ending(self) -> bool:
+        """A cancel or stop has been asked for."""
+        return self._ending is not None
+
+    def restart_after(self, error: BaseException, delay: float, program: str | None) -> bool:
+        """Record RESTARTING, stop what still runs, wait ``delay``; False if cancelled."""
+        cause = short_cause(error, program)
+        log.warning("Job failed: %s. Restarting in %.1f s.", cause, delay)
+        with self._lock:
+            self.status.state = JobState.RESTARTING
+            self.status.restarts += 1
+            self.status.failure_cause = cause
+        self.flush()
+        for query in list(self.queries.values()):
+            with contextlib.suppress(Exception):
+                if query.isActive:
+                    query.stop()
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline:
+            if self._ending is not None:
+                return False
+            time.sleep(0.1)
+        return self._ending is None
+
     # -- end -----------------------------------------------------------------------------
     def wait_for_queries(self) -> BaseException | None:
         """Wait until every query has ended; the first query failure, if any."""
         while True:
+            if self._failure is not None:
+                return self._failure
             active = False
             for query in list(self.queries.values()):
                 if query.isActive:
@@ -454,14 +626,18 @@ class JobRuntime:
                 return None
             time.sleep(0.2)
 
-    def end(self, error: BaseException | None, program: str | None = None) -> JobState:
-        """Stop what still runs and record the final state."""
+    def end(
+        self, error: BaseException | None, program: str | None = None, note: str | None = None
+    ) -> JobState:
+        """Stop what still runs and record the final state (``note`` adds to a failure)."""
         self._done.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self._workers.shutdown(wait=True)  # a savepoint being taken completes first
         if error is not None and self._ending is None:
             state, cause = JobState.FAILED, short_cause(error, program)
+            if note:
+                cause = f"{cause}\n({note})"
         elif self._ending is not None:
             state, cause = self._ending, self._ending_cause
         else:
@@ -476,6 +652,8 @@ class JobRuntime:
         with self._lock:
             for entry in self.status.queries.values():
                 entry.active = False
+        if self.rules.deletes_on(state):
+            self._delete_checkpoints(state)
         self._set_state(state, cause if state is not JobState.FINISHED else None)
         log.info("Job %s ended %s.%s", self.plan.job_id, state.value, f" {cause}" if cause else "")
         if self.plan.run_dir and os.path.isdir(self.plan.run_dir):

@@ -55,3 +55,18 @@ def test_python_udf_error_inside_a_spark_message() -> None:
     cause = short_cause(error)
     assert "Caused by (Python): ValueError: negative price: 0" in cause
     assert "FileSink" not in cause
+
+
+def test_foreach_batch_error_keeps_no_traceback_header() -> None:
+    error = StreamingQueryException(
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in "
+        "foreach batch sink. Reason: An exception was raised by the Python Proxy. Return "
+        "Message: Traceback (most recent call last):\n"
+        '  File "/jobs/sink.py", line 26, in write\n'
+        "RuntimeError: sink unavailable\n"
+    )
+    cause = short_cause(error)
+    assert "Traceback" not in cause
+    assert cause.splitlines()[0].endswith("raised by the Python Proxy.")
+    assert "Caused by (Python): RuntimeError: sink unavailable" in cause

@@ -1,0 +1,151 @@
+"""Flink's restart strategies, decided in the job's driver.
+
+A job fails when its program raises or a query terminates with an exception. The driver then
+asks its :class:`RestartStrategy` whether, and after what delay, to run the job again; the
+queries resume from their checkpoints because their names (hence checkpoint directories) do
+not change. Failures flinkish detects before anything runs (a query without a name, a
+savepoint that does not match) are never retried: they would fail the same way.
+
+When ``restart-strategy.type`` is not set, Flink 2's rule applies: exponential-delay when
+checkpointing is enabled (``execution.checkpointing.interval`` set), otherwise no restarts.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether to restart, after how many seconds, and why not when not."""
+
+    restart: bool
+    delay: float = 0.0
+    reason: str = ""
+
+
+class RestartStrategy(Protocol):
+    """Decides after each failure."""
+
+    def on_failure(self, now: float) -> Decision: ...
+
+
+@dataclass
+class NoRestart:
+    """``restart-strategy.type: disable`` (also none, off)."""
+
+    def on_failure(self, now: float) -> Decision:
+        return Decision(False, reason="restart-strategy.type is disable: no restarts")
+
+
+@dataclass
+class FixedDelay:
+    """Restart up to ``attempts`` times, ``delay`` seconds apart."""
+
+    attempts: int
+    delay: float
+    failures: int = 0
+
+    def on_failure(self, now: float) -> Decision:
+        self.failures += 1
+        if self.failures > self.attempts:
+            return Decision(
+                False,
+                reason=f"fixed-delay strategy gave up after {self.attempts} restart attempts",
+            )
+        return Decision(True, self.delay)
+
+
+@dataclass
+class FailureRate:
+    """Restart unless more than ``max_failures`` failures happened within ``interval``."""
+
+    max_failures: int
+    interval: float
+    delay: float
+    times: deque[float] = field(default_factory=deque)
+
+    def on_failure(self, now: float) -> Decision:
+        self.times.append(now)
+        while self.times and now - self.times[0] > self.interval:
+            self.times.popleft()
+        if len(self.times) > self.max_failures:
+            return Decision(
+                False,
+                reason=f"failure-rate strategy: {len(self.times)} failures within "
+                f"{self.interval:.0f} s (at most {self.max_failures} allowed)",
+            )
+        return Decision(True, self.delay)
+
+
+@dataclass
+class ExponentialDelay:
+    """Pauses growing by ``multiplier`` from ``initial`` to ``maximum``, with jitter.
+
+    Running ``reset_threshold`` seconds without failure resets the pause and the count of
+    attempts; more than ``attempts`` restarts before such a reset fail the job.
+    """
+
+    initial: float
+    maximum: float
+    multiplier: float
+    reset_threshold: float
+    jitter: float
+    attempts: int
+    rng: random.Random = field(default_factory=random.Random)
+    _backoff: float = 0.0
+    _count: int = 0
+    _last: float | None = None
+
+    def on_failure(self, now: float) -> Decision:
+        if self._last is not None and now - self._last >= self.reset_threshold:
+            self._backoff, self._count = 0.0, 0
+        self._last = now
+        self._count += 1
+        if self._count > self.attempts:
+            return Decision(
+                False,
+                reason=f"exponential-delay strategy gave up after {self.attempts} restart attempts",
+            )
+        self._backoff = (
+            self.initial
+            if self._backoff == 0
+            else min(self._backoff * self.multiplier, self.maximum)
+        )
+        spread = self._backoff * self.jitter
+        delay = max(0.0, self._backoff + self.rng.uniform(-spread, spread))
+        return Decision(True, min(delay, self.maximum))
+
+
+def from_config(config: Any) -> RestartStrategy:
+    """The strategy a :class:`~flinkish_cli.config.Configuration` describes."""
+
+    def seconds(key: str) -> float:
+        return float(config.get(key).total_seconds())
+
+    kind = str(config.get("restart-strategy.type") or "disable")
+    if kind == "fixed-delay":
+        return FixedDelay(
+            int(config.get("restart-strategy.fixed-delay.attempts")),
+            seconds("restart-strategy.fixed-delay.delay"),
+        )
+    if kind == "failure-rate":
+        return FailureRate(
+            int(config.get("restart-strategy.failure-rate.max-failures-per-interval")),
+            seconds("restart-strategy.failure-rate.failure-rate-interval"),
+            seconds("restart-strategy.failure-rate.delay"),
+        )
+    if kind == "exponential-delay":
+        prefix = "restart-strategy.exponential-delay."
+        return ExponentialDelay(
+            initial=seconds(prefix + "initial-backoff"),
+            maximum=seconds(prefix + "max-backoff"),
+            multiplier=float(config.get(prefix + "backoff-multiplier")),
+            reset_threshold=seconds(prefix + "reset-backoff-threshold"),
+            jitter=float(config.get(prefix + "jitter-factor")),
+            attempts=int(config.get(prefix + "attempts-before-reset-backoff")),
+        )
+    return NoRestart()

@@ -1,0 +1,83 @@
+"""Restart strategies: the decisions Flink's strategies make, for each failure."""
+
+import random
+
+from flinkish_cli.config import load_configuration
+from flinkish_cli.runtime.restart import (
+    ExponentialDelay,
+    FailureRate,
+    FixedDelay,
+    NoRestart,
+    from_config,
+)
+
+
+def test_fixed_delay_allows_exactly_its_attempts() -> None:
+    strategy = FixedDelay(attempts=2, delay=3.0)
+    assert [d.restart for d in (strategy.on_failure(t) for t in range(4))] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert FixedDelay(2, 3.0).on_failure(0).delay == 3.0
+    assert "after 0 restart attempts" in FixedDelay(0, 1).on_failure(0).reason
+
+
+def test_failure_rate_counts_failures_within_the_interval() -> None:
+    strategy = FailureRate(max_failures=2, interval=60, delay=1)
+    assert strategy.on_failure(0).restart
+    assert strategy.on_failure(10).restart
+    assert not strategy.on_failure(20).restart  # three within a minute
+    fresh = FailureRate(max_failures=2, interval=60, delay=1)
+    assert all(fresh.on_failure(t).restart for t in (0, 10, 100, 110, 200))
+
+
+def test_exponential_delay_grows_caps_and_resets() -> None:
+    strategy = ExponentialDelay(
+        initial=1, maximum=5, multiplier=2, reset_threshold=100, jitter=0, attempts=10
+    )
+    delays = [strategy.on_failure(t).delay for t in range(5)]
+    assert delays == [1, 2, 4, 5, 5]
+    assert strategy.on_failure(200).delay == 1  # a quiet period resets the backoff
+
+
+def test_exponential_delay_jitter_stays_within_its_factor() -> None:
+    strategy = ExponentialDelay(
+        initial=10,
+        maximum=10,
+        multiplier=1,
+        reset_threshold=1e9,
+        jitter=0.1,
+        attempts=1000,
+        rng=random.Random(7),
+    )
+    delays = [strategy.on_failure(t).delay for t in range(200)]
+    assert all(9 <= d <= 10 for d in delays)
+    assert len(set(delays)) > 100
+
+
+def test_exponential_delay_gives_up_after_its_attempts() -> None:
+    strategy = ExponentialDelay(1, 1, 1, 1e9, 0, attempts=2)
+    assert [strategy.on_failure(t).restart for t in range(3)] == [True, True, False]
+
+
+def test_strategy_from_configuration(tmp_path) -> None:
+    def strategy(**flat: str):
+        return from_config(
+            load_configuration(tmp_path, dynamic=[f"{k}={v}" for k, v in flat.items()])
+        )
+
+    assert isinstance(strategy(), NoRestart)  # no checkpointing, no strategy: Flink's rule
+    assert isinstance(strategy(**{"execution.checkpointing.interval": "1 s"}), ExponentialDelay)
+    fixed = strategy(
+        **{
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "3",
+            "restart-strategy.fixed-delay.delay": "2 s",
+        }
+    )
+    assert fixed == FixedDelay(3, 2.0)
+    assert isinstance(strategy(**{"restart-strategy.type": "none"}), NoRestart)
+    rate = strategy(**{"restart-strategy.type": "failure-rate"})
+    assert isinstance(rate, FailureRate)
