@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import time
 from typing import Any
@@ -61,6 +62,13 @@ def log_to_file(plan: JobPlan) -> None:
     logging.captureWarnings(True)
 
 
+def forget_properties_file(plan: JobPlan) -> None:
+    """The JVM has read the private properties file (secrets included): delete it now."""
+    if plan.run_dir:
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(plan.run_dir, "spark.properties"))
+
+
 def storage_flat_conf(plan: JobPlan, spark_conf: Any) -> dict[str, str]:
     """The Flink configuration of the job, with the S3 secrets taken from Spark's."""
     flat = dict(plan.flink_conf)
@@ -97,12 +105,15 @@ def run_job(plan: JobPlan, spark_conf: Any) -> int:
         from flinkish_cli.runtime.listener import StatusListener
 
         spark = SparkSession.builder.getOrCreate()
+        forget_properties_file(plan)
         runtime.spark = spark
         spark.streams.addListener(StatusListener(runtime))
         while True:
             error = runtime.run_attempt()
             if error is None or runtime.ending or isinstance(error, FlinkishError):
                 break  # done, cancelled, or a failure a restart would repeat
+            if not runtime.has_run:
+                break  # the program failed before its job ran: Flink never restarts that
             decision = strategy.on_failure(time.time())
             if not decision.restart:
                 note = f"not restarted: {decision.reason}"

@@ -119,6 +119,7 @@ class JobRuntime:
         self._restored: dict[str, int] = {}
         self._claimed = False
         self._failure: BaseException | None = None  # a checkpoint rule failed the job
+        self.has_run = False  # the job reached RUNNING at least once
         self._failed_checkpoints = 0
         self._trigger_since: dict[str, float] = {}
         self._expired_batch: dict[str, int] = {}
@@ -193,6 +194,7 @@ class JobRuntime:
         log.info("Query '%s' started (id %s).", name, query.id)
 
     def all_started(self) -> None:
+        self.has_run = True
         with self._lock:
             if self.status.state in (JobState.CREATED, JobState.RESTARTING):
                 self.status.state = JobState.RUNNING

@@ -4,7 +4,9 @@ A job fails when its program raises or a query terminates with an exception. The
 asks its :class:`RestartStrategy` whether, and after what delay, to run the job again; the
 queries resume from their checkpoints because their names (hence checkpoint directories) do
 not change. Failures flinkish detects before anything runs (a query without a name, a
-savepoint that does not match) are never retried: they would fail the same way.
+savepoint that does not match) are never retried: they would fail the same way. Nor is a
+program that fails before its job ever ran (before all its queries started, the first time):
+as in Flink, where a failing ``main()`` submits no job, that is a start-up error.
 
 When ``restart-strategy.type`` is not set, Flink 2's rule applies: exponential-delay when
 checkpointing is enabled (``execution.checkpointing.interval`` set), otherwise no restarts.

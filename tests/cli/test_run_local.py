@@ -228,3 +228,31 @@ def test_syntax_error_names_the_line_and_starts_nothing(flinkish_env: FlinkishEn
     assert "not valid Python" in result.stderr and "line 2" in result.stderr
     assert not flinkish_env.checkpoints.exists()
     assert not flinkish_env.logs.exists() or not any(flinkish_env.logs.iterdir())
+
+
+def test_python_module_with_py_files(flinkish_env: FlinkishEnv) -> None:
+    inputs = flinkish_env.root / "in"
+    write_events(inputs, _rows(0, 6, keys=2))
+    output = flinkish_env.root / "out"
+    result = flinkish_env.run(
+        "run",
+        "-D",
+        "execution.runtime-mode=BATCH",
+        "-pym",
+        "pipelines.copy_job",
+        "-pyfs",
+        str(JOBS / "modjob"),
+        str(inputs),
+        str(output),
+        check=True,
+    )
+    assert "has finished" in result.stdout
+    rows = read_json_dir(output)
+    assert sorted(r["seq"] for r in rows) == list(range(6))
+    assert {r["key"] for r in rows} == {"K0", "K1"}
+
+
+def test_pym_without_py_files_is_refused(flinkish_env: FlinkishEnv) -> None:
+    result = flinkish_env.run("run", "-pym", "pipelines.copy_job", check=False)
+    assert result.returncode == 2
+    assert "-pym pipelines.copy_job needs -pyfs" in result.stderr

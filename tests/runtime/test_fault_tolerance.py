@@ -79,7 +79,12 @@ def test_failure_in_first_batch_restarts_with_the_default_strategy_and_shows_res
     flinkish_env: FlinkishEnv,
 ) -> None:
     env = flinkish_env  # checkpointing interval set, no strategy: exponential-delay (Flink 2)
-    env.write_conf({"restart-strategy.exponential-delay.initial-backoff": "3 s"})
+    env.write_conf(
+        {
+            "restart-strategy.type": None,  # unset: Flink 2's default applies
+            "restart-strategy.exponential-delay.initial-backoff": "3 s",
+        }
+    )
     inputs, output = _input(env), env.root / "out"
     job_id = job_id_of(
         env.run("run", "-d", FLAKY, str(inputs), str(output), "1", check=True).stdout

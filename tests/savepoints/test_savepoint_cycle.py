@@ -281,3 +281,45 @@ def test_rescale_from_2_to_4_partitions_with_rocksdb(flinkish_env: FlinkishEnv) 
     assert counts["shuffle-partitions"] == 4
     assert counts["stateful-operators"][0]["partitions"] == 4
     assert counts["stateful-operators"][0]["rows"] == {"default": 7}
+
+
+def test_driver_killed_during_a_savepoint_leaves_nothing_that_validates(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    from tests.fixtures.flinkish_env import kill_session, session_of
+
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    env.write_conf({"heartbeat.timeout": "4 s"})
+    cycle.add_input(3)
+    job = cycle.start()
+    cycle.wait_until_all_processed()
+    session = session_of(env.driver_pid(job))
+    control = env.checkpoints / job / "_flinkish" / "control"
+    waiting = env.popen("savepoint", job)
+    deadline = time.monotonic() + 30
+    while not list(control.glob("*.request.json")):
+        assert time.monotonic() < deadline, "the savepoint request never arrived"
+        time.sleep(0.01)
+    time.sleep(0.3)  # the driver picks requests up every 0.5 s: kill around the copy
+    assert kill_session(session)
+    _, err = waiting.communicate(timeout=120)
+    if waiting.returncode != 0:
+        assert "Traceback" not in err and err.startswith("ERROR: ")
+    for directory in env.savepoints.glob("savepoint-*"):
+        check = env.run("savepoint", "info", "--no-rows", str(directory), check=False)
+        if check.returncode != 0:
+            assert "is not a complete savepoint" in check.stderr, check.stderr
+            refused = env.run(
+                "run",
+                "-d",
+                "-s",
+                str(directory),
+                COUNTS_JOB,
+                "--input",
+                "x",
+                "--output",
+                "y",
+                check=False,
+            )
+            assert "is not a complete savepoint" in refused.stderr
+    env.wait_for_state(job, {"FAILED"}, timeout=60)
