@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flinkish_cli.errors import SavepointError
-from flinkish_cli.savepoints.manifest import METADATA_FILE, Manifest, is_savepoint_name
+from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name, load_manifest
 
 if TYPE_CHECKING:
     from flinkish_cli.storage import Storage
@@ -19,8 +19,6 @@ def dispose(storage: Storage, path: str) -> Manifest:
     alone. An incomplete savepoint (named like one, no manifest) is refused too: delete it by
     hand if you are sure.
     """
-    from flinkish_cli.storage import join
-
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if not is_savepoint_name(name):
         raise SavepointError(
@@ -28,14 +26,6 @@ def dispose(storage: Storage, path: str) -> Manifest:
             "savepoint-<6 hex>-<12 hex>.",
             "Nothing was deleted. Give the path that 'flinkish savepoint' printed.",
         )
-    metadata = join(path, METADATA_FILE)
-    if not storage.exists(metadata):
-        if not storage.exists(path):
-            raise SavepointError(f"{path} does not exist.", "Nothing was deleted.")
-        raise SavepointError(
-            f"{path} has no {METADATA_FILE}: it is not a complete savepoint.",
-            "Nothing was deleted; remove it by hand if it is an interrupted savepoint.",
-        )
-    manifest = Manifest.from_json(storage.read_text(metadata), metadata)
+    manifest = load_manifest(storage, path, "Nothing was deleted")
     storage.delete_tree(path)
     return manifest

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.savepoints.layout import StateOperator
+
+if TYPE_CHECKING:
+    from flinkish_cli.storage import Storage
 
 FORMAT_VERSION = 1
 METADATA_FILE = "_metadata"
@@ -114,3 +117,21 @@ class Manifest:
                 f"{where} is not a valid savepoint manifest ({type(error).__name__}: {error}).",
                 "The savepoint is corrupted; restore from another savepoint.",
             ) from None
+
+
+def load_manifest(storage: Storage, path: str, nothing_done: str) -> Manifest:
+    """The manifest of the savepoint at ``path``; a clear error when there is none.
+
+    ``nothing_done`` starts the hint (what the caller did not do, e.g. "Nothing was deleted").
+    """
+    from flinkish_cli.storage import join
+
+    metadata = join(path, METADATA_FILE)
+    if not storage.exists(metadata):
+        if not storage.exists(path):
+            raise SavepointError(f"{path} does not exist.", f"{nothing_done}. Check the path.")
+        raise SavepointError(
+            f"{path} is not a complete savepoint: it has no {METADATA_FILE}.",
+            f"{nothing_done}. Its writing was probably interrupted; use another savepoint.",
+        )
+    return Manifest.from_json(storage.read_text(metadata), metadata)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import SavepointError
-from flinkish_cli.savepoints.manifest import METADATA_FILE, Manifest
+from flinkish_cli.savepoints.manifest import METADATA_FILE, Manifest, load_manifest
 
 if TYPE_CHECKING:
     from flinkish_cli.storage import Storage
@@ -49,17 +49,7 @@ class RestoreSource:
 
 def read_savepoint(storage: Storage, path: str, verify: bool = True) -> Manifest:
     """The manifest of the savepoint at ``path``, after checking every file it lists."""
-    from flinkish_cli.storage import join
-
-    metadata = join(path, METADATA_FILE)
-    if not storage.exists(metadata):
-        if not storage.exists(path):
-            raise SavepointError(f"{path} does not exist.", "Check the savepoint path.")
-        raise SavepointError(
-            f"{path} is not a complete savepoint: it has no {METADATA_FILE}.",
-            "It may be a savepoint whose writing was interrupted; use another savepoint.",
-        )
-    manifest = Manifest.from_json(storage.read_text(metadata), metadata)
+    manifest = load_manifest(storage, path, "Nothing was started")
     if verify:
         verify_files(storage, path, manifest)
     return manifest

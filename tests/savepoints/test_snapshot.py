@@ -1,0 +1,123 @@
+"""Savepoint mechanics without Spark: which files a batch needs, the manifest, clean failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flinkish_cli.errors import SavepointError
+from flinkish_cli.savepoints import layout
+from flinkish_cli.savepoints.create import snapshot_query, take_savepoint
+from flinkish_cli.savepoints.dispose import dispose
+from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name
+from flinkish_cli.savepoints.restore import read_savepoint
+from flinkish_cli.storage import open_storage
+
+_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.streaming.stateStore.providerClass": "x.RocksDBStateStoreProvider",
+}
+OFFSETS = (
+    "v1\n"
+    + json.dumps({"batchWatermarkMs": 5, "batchTimestampMs": 1, "conf": _CONF})
+    + '\n{"logOffset":%d}\n'
+)
+
+
+def _checkpoint(root: Path, committed: int, planned: bool = True) -> Path:
+    """A query checkpoint as Spark leaves it: batches 0..committed, maybe one more planned."""
+    files = {"metadata": '{"id":"q-1"}', ".metadata.crc": "c"}
+    last_offset = committed + (1 if planned else 0)
+    for batch in range(last_offset + 1):
+        files[f"offsets/{batch}"] = OFFSETS % batch
+        files[f"offsets/.{batch}.crc"] = "c"
+        files[f"sources/0/{batch}"] = "v1\n{}"
+    for batch in range(committed + 1):
+        files[f"commits/{batch}"] = 'v1\n{"nextBatchWatermarkMs":0}'
+    for partition in (0, 1):
+        for version in range(1, last_offset + 2):
+            files[f"state/0/{partition}/{version}.zip"] = f"state {version}"
+            files[f"state/0/{partition}/.{version}.zip.crc"] = "c"
+        files[f"state/0/{partition}/SSTs/000{partition}.sst"] = "sst"
+        files[f"state/0/{partition}/_metadata/schema"] = "schema"
+    files["state/0/_metadata/metadata"] = "operator"
+    files["offsets/.3.tmp"] = "in flight"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_snapshot_takes_committed_state_and_the_planned_batch(tmp_path: Path) -> None:
+    query = _checkpoint(tmp_path / "q", committed=1)
+    snapshot = snapshot_query(open_storage(str(tmp_path)), str(query), "q")
+    files = set(snapshot.files)
+    assert {"commits/0", "commits/1"} <= files and "commits/2" not in files
+    assert {"offsets/0", "offsets/1", "offsets/2", "sources/0/2"} <= files
+    assert "state/0/0/2.zip" in files and "state/0/0/3.zip" not in files  # versions <= C+1
+    assert {"state/0/0/SSTs/0000.sst", "state/0/_metadata/metadata", "metadata"} <= files
+    assert "offsets/.3.tmp" not in files
+    manifest = snapshot.manifest
+    assert manifest.last_committed_batch == 1
+    assert manifest.source_offsets == [{"logOffset": 1}]
+    assert manifest.watermark_ms == 5
+    assert manifest.shuffle_partitions == 2
+    assert [(o.operator_id, o.partitions, o.stores) for o in manifest.operators] == [(0, 2, [])]
+
+
+def test_a_query_without_a_committed_batch_cannot_be_saved(tmp_path: Path) -> None:
+    query = tmp_path / "q"
+    (query / "offsets").mkdir(parents=True)
+    (query / "offsets" / "0").write_text(OFFSETS % 0)
+    with pytest.raises(SavepointError, match="has not completed a micro-batch"):
+        snapshot_query(open_storage(str(tmp_path)), str(query), "q")
+
+
+def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> None:
+    query = _checkpoint(tmp_path / "job" / "q", committed=2, planned=False)
+    storage = open_storage(str(tmp_path))
+    path = take_savepoint(
+        storage, {"q": str(query)}, storage, str(tmp_path / "sp"), "ab" * 16, "job", "4.3.0"
+    )
+    assert is_savepoint_name(Path(path).name)
+    linked = Path(path) / "q" / "state" / "0" / "0" / "1.zip"
+    assert linked.stat().st_ino == (query / "state" / "0" / "0" / "1.zip").stat().st_ino
+    manifest = read_savepoint(storage, path)
+    assert manifest.query("q").last_committed_batch == 2
+    assert {f.path for f in manifest.files} >= {"q/commits/2", "q/state/0/1/3.zip"}
+    assert dispose(storage, path).job_id == "ab" * 16
+    assert not Path(path).exists() and query.exists()
+
+
+def test_failed_copy_leaves_no_savepoint_behind(tmp_path: Path, monkeypatch) -> None:
+    query = _checkpoint(tmp_path / "job" / "q", committed=0)
+    storage = open_storage(str(tmp_path))
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(type(storage), "checksum", broken)
+    with pytest.raises(OSError, match="disk full"):
+        take_savepoint(
+            storage, {"q": str(query)}, storage, str(tmp_path / "sp"), "c" * 32, "j", "4"
+        )
+    assert not (tmp_path / "sp").exists() or not any((tmp_path / "sp").iterdir())
+
+
+def test_manifest_errors_are_savepoint_errors(tmp_path: Path) -> None:
+    with pytest.raises(SavepointError, match="format version 99"):
+        Manifest.from_json(json.dumps({"format_version": 99}), "x/_metadata")
+    with pytest.raises(SavepointError, match="not a valid savepoint manifest"):
+        Manifest.from_json("{not json", "x/_metadata")
+
+
+def test_batch_file_selection() -> None:
+    names = ["0", "1", "2", ".1.crc", ".2.crc", "3.compact", "tmp"]
+    assert layout.batch_files(names, 1) == ["0", "1", ".1.crc"]
+    assert layout.state_file_needed("state/0/1/5.delta", 4)
+    assert not layout.state_file_needed("state/0/1/6.delta", 4)
+    assert layout.state_file_needed("state/0/1/7_0a1b.zip", 6)
+    assert layout.state_file_needed("state/0/1/SSTs/abc.sst", 0)
