@@ -41,6 +41,9 @@ class JobState(str, enum.Enum):
 
 #: Progress samples kept per query in the status file (what ``run`` follows and shows).
 RECENT_PROGRESS = 30
+#: Time a submitted job's driver has to report for the first time (a JVM starting on a busy
+#: machine, a cluster finding resources) before the job shows FAILED.
+STARTUP_GRACE = 180.0
 
 
 @dataclass
@@ -124,12 +127,23 @@ class JobStatus:
     restarts: int = 0
     version: int = 1
 
+    @property
+    def driver_reported(self) -> bool:
+        """The job's driver has written this status (not only the CLI that submitted it)."""
+        return self.pid is not None
+
+    def allowed_silence(self) -> float:
+        """How old the heartbeat may be before the job counts as lost."""
+        if self.driver_reported:
+            return self.heartbeat_timeout
+        return self.heartbeat_timeout + STARTUP_GRACE
+
     def effective_state(self, now: float | None = None) -> JobState:
         """The state to show: a live state with a stale heartbeat is shown FAILED."""
         if self.state.is_terminal:
             return self.state
         now = time.time() if now is None else now
-        if now - self.heartbeat > self.heartbeat_timeout:
+        if now - self.heartbeat > self.allowed_silence():
             return JobState.FAILED
         return self.state
 
@@ -137,6 +151,11 @@ class JobStatus:
         """The failure cause, including a lost heartbeat."""
         if self.effective_state(now) is JobState.FAILED and not self.state.is_terminal:
             age = (time.time() if now is None else now) - self.heartbeat
+            if not self.driver_reported:
+                return (
+                    f"The job's driver never reported, {age:.0f} s after submission: it could "
+                    "not start (see its log)."
+                )
             return (
                 f"The job's driver stopped sending heartbeats {age:.0f} s ago "
                 f"(heartbeat.timeout is {self.heartbeat_timeout:.0f} s): it was killed or lost."

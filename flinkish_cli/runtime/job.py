@@ -112,6 +112,8 @@ class JobRuntime:
         self._ending: JobState | None = None
         self._ending_cause: str | None = None
         self._thread: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self._write_lock = threading.Lock()
         self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flinkish-control")
         self._inflight: set[str] = set()
         self._restore: Any = None  # RestoreSource, read when the first query starts
@@ -126,13 +128,15 @@ class JobRuntime:
 
     # -- status --------------------------------------------------------------------------
     def flush(self) -> None:
-        """Write the status now (with a fresh heartbeat)."""
-        with self._lock:
-            self.status.heartbeat = time.time()
-            self._dirty.clear()
-            text_status = self.status
+        """Write the status now (with a fresh heartbeat); writes are ordered, and the
+        status lock is held only to take the snapshot, never during the write."""
+        with self._write_lock:
+            with self._lock:
+                self.status.heartbeat = time.time()
+                self._dirty.clear()
+                snapshot = JobStatus.from_json(self.status.to_json())
             try:
-                self.registry.write(text_status)
+                self.registry.write(snapshot)
             except Exception as error:  # never let the registry take the job down
                 log.warning("Could not write the job's status: %s", error)
 
@@ -146,13 +150,29 @@ class JobRuntime:
         self.flush()
 
     def begin(self) -> None:
-        """Record the driver's host and pid and start the heartbeat."""
-        self.flush()
-        self._thread = threading.Thread(target=self._loop, name="flinkish-heartbeat", daemon=True)
-        self._thread.start()
+        """Record the driver's host and pid, start the heartbeat and the watcher.
 
-    def _loop(self) -> None:
+        Two threads, so that nothing can delay a heartbeat: the heartbeat thread only writes
+        the status; the watcher, which calls into the JVM and reads control requests, may
+        wait on Spark without making the job look dead.
+        """
+        self.flush()
+        self._thread = threading.Thread(target=self._beat, name="flinkish-heartbeat", daemon=True)
+        self._thread.start()
+        self._watcher = threading.Thread(target=self._watch, name="flinkish-watch", daemon=True)
+        self._watcher.start()
+
+    def _beat(self) -> None:
         next_beat = 0.0
+        while not self._done.wait(POLL_SECONDS / 2):
+            if self._dirty.is_set() or time.time() >= next_beat:
+                late = time.time() - self.status.heartbeat - self.plan.heartbeat_interval_s
+                if late > self.plan.heartbeat_interval_s:
+                    log.warning("The heartbeat is %.1f s late (is the driver starved?).", late)
+                self.flush()
+                next_beat = time.time() + self.plan.heartbeat_interval_s
+
+    def _watch(self) -> None:
         while not self._done.wait(POLL_SECONDS):
             try:
                 self._handle_control()
@@ -162,9 +182,6 @@ class JobRuntime:
                 self._watch_batches()
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
-            if self._dirty.is_set() or time.time() >= next_beat:
-                self.flush()
-                next_beat = time.time() + self.plan.heartbeat_interval_s
 
     # -- QueryStarter (hooks) ------------------------------------------------------------
     def configure(self, writer: Any, name: str) -> None:
@@ -633,8 +650,9 @@ class JobRuntime:
     ) -> JobState:
         """Stop what still runs and record the final state (``note`` adds to a failure)."""
         self._done.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        for thread in (self._thread, self._watcher):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=5)
         self._workers.shutdown(wait=True)  # a savepoint being taken completes first
         if error is not None and self._ending is None:
             state, cause = JobState.FAILED, short_cause(error, program)

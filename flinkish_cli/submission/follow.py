@@ -53,8 +53,10 @@ def follow(
                         + tail_cause(launched.log_path)  # type: ignore[union-attr]
                     )
             yield Update(status, batches)
-            if status.effective_state().is_terminal:
+            if status.state.is_terminal:
                 return
+            if (launched is None or exited) and status.effective_state().is_terminal:
+                return  # a driver out of sight: its heartbeat decides
         time.sleep(poll)
 
 

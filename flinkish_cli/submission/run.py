@@ -75,7 +75,7 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
         presenter.close()
     assert status is not None
     presenter.ended(status, detached=False)
-    state = status.effective_state()
+    state = status.state if status.state.is_terminal else status.effective_state()
     if state is JobState.FAILED:
         raise JobFailedError(
             f"Job {job_id} failed: {status.effective_failure_cause()}",

@@ -58,6 +58,7 @@ def test_unknown_fields_from_newer_versions_are_ignored() -> None:
 def test_running_job_with_stale_heartbeat_shows_failed_with_cause() -> None:
     now = time.time()
     status = JobStatus(job_id="c" * 32, name="x", state=JobState.RUNNING, heartbeat_timeout=5)
+    status.pid = 1234
     status.heartbeat = now - 4
     assert status.effective_state(now) is JobState.RUNNING
     status.heartbeat = now - 6
@@ -70,3 +71,15 @@ def test_terminal_states_ignore_the_heartbeat() -> None:
     status.heartbeat = 0
     assert status.effective_state() is JobState.FINISHED
     assert status.summary()["state"] == "FINISHED"
+
+
+def test_a_submitted_job_whose_driver_has_not_reported_gets_a_start_up_grace() -> None:
+    from flinkish_cli.registry.status import STARTUP_GRACE
+
+    now = time.time()
+    status = JobStatus(job_id="e" * 32, name="x", heartbeat_timeout=5)
+    status.heartbeat = now - 60
+    assert status.effective_state(now) is JobState.CREATED
+    status.heartbeat = now - STARTUP_GRACE - 6
+    assert status.effective_state(now) is JobState.FAILED
+    assert "never reported" in (status.effective_failure_cause(now) or "")
