@@ -9,6 +9,9 @@ Before anything runs, the CLI validates what ``-s`` names (:func:`plan_restore`)
 - a rescale (another parallelism than the savepoint's) of a stateful query needs the RocksDB
   state backend, whose state Spark can repartition offline.
 
+A savepoint on ``hdfs://`` is checked the same way by the job's driver (which reaches HDFS
+through Hadoop's FileSystem), before any query starts; the CLI has no JVM to read it.
+
 The job's driver then restores each query before it starts (:func:`restore_query`): it
 copies (or hard-links) the query's files into the job's own checkpoint directory, so the
 savepoint itself is never modified (``no_claim``), and repartitions the state when the
@@ -151,10 +154,11 @@ def plan_restore(request: Any, config: Any) -> RestorePlan:
     from flinkish_cli.submission.plan import RestorePlan
 
     path = str(request.from_savepoint).rstrip("/")
-    storage = open_storage(path, StorageSettings.from_flink(config.to_flat(include_secrets=True)))
-    source = open_source(storage, path)
-    parallelism = int(config.get("parallelism.default"))
-    check_rescale(source.manifest, parallelism, str(config.get("state.backend.type")))
+    if not path.startswith("hdfs://"):  # HDFS needs a JVM: the driver checks it, see below
+        settings = StorageSettings.from_flink(config.to_flat(include_secrets=True))
+        source = open_source(open_storage(path, settings), path)
+        parallelism = int(config.get("parallelism.default"))
+        check_rescale(source.manifest, parallelism, str(config.get("state.backend.type")))
     return RestorePlan(
         source=path,
         allow_non_restored_state=bool(request.allow_non_restored_state),

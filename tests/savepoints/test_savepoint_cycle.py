@@ -118,6 +118,9 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
 
     cycle.add_input(2)
     cycle.wait_until_all_processed()
+    checkpoint = env.run("checkpoint", job, check=True).stdout
+    assert f"Checkpoint completed. Path: {env.checkpoints / job}" in checkpoint
+    assert re.search(r"^query=counts batch=\d+$", checkpoint, re.MULTILINE)
     stopped = env.run("stop", job, check=True).stdout
     second = _savepoint_path(stopped)
     assert env.job(job)["state"] == "FINISHED"
