@@ -53,18 +53,33 @@ def _relative(root: str, path: str) -> str:
     return path[len(root.rstrip("/")) + 1 :]
 
 
-def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot:
-    """Choose the files of ``directory`` (a query's checkpoint) at its last committed batch."""
+def snapshot_query(
+    storage: Storage, directory: str, name: str, require_commit: bool = True
+) -> QuerySnapshot:
+    """Choose the files of ``directory`` (a query's checkpoint) at its last committed batch.
+
+    A savepoint needs a committed batch (``require_commit``); resuming a job's retained
+    checkpoint does not: a query killed before its first commit resumes with its planned
+    first batch, as Spark would restart it in place.
+    """
     from flinkish_cli.storage import join
 
     commits = layout.numbered([i.name for i in _list(storage, join(directory, "commits"))])
-    if not commits:
+    if not commits and require_commit:
         raise SavepointError(
             f"Query '{name}' has not completed a micro-batch yet, so it has no state to save.",
-            "Wait for its first batch ('flinkish checkpoint <JobID>') and try again.",
+            "If the job is running, wait for its first batch ('flinkish checkpoint <JobID>').",
         )
-    last = commits[-1]
-    offsets = layout.parse_offsets(last, storage.read_text(join(directory, "offsets", str(last))))
+    last = commits[-1] if commits else -1
+    planned = layout.numbered([i.name for i in _list(storage, join(directory, "offsets"))])
+    described = last if last >= 0 else (planned[0] if planned else None)
+    offsets = (
+        layout.parse_offsets(
+            described, storage.read_text(join(directory, "offsets", str(described)))
+        )
+        if described is not None
+        else layout.OffsetLogEntry(-1, 0, {}, [])
+    )
     files: list[str] = []
     operators: dict[int, set[str]] = {}
     partitions: dict[int, set[str]] = {}
@@ -75,11 +90,15 @@ def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot
         if relative.endswith(".tmp") or hidden:
             continue
         top = parts[0]
-        if top in ("offsets", "sources"):
+        if top == "offsets":
             # the planned batch C + 1 too: a resumed query replays exactly that batch, which
             # the sink may already hold, instead of planning a new one the sink would skip
             if layout.batch_files([parts[-1]], last + 1):
                 files.append(relative)
+        elif top == "sources":
+            # a source numbers its own log, which can run ahead of the batches after a crash:
+            # keep all of it, as Spark sees it when it restarts in place
+            files.append(relative)
         elif top == "commits":
             if layout.batch_files([parts[-1]], last):
                 files.append(relative)

@@ -14,9 +14,11 @@ Hadoop's local file system keeps a checksum ``.<name>.crc`` next to each file; t
 with their file. Files of batch N or state version N + 1 never change once commits/N exists,
 which is what makes a savepoint of a running query consistent: it takes exactly the files of
 the last committed batch C (commits up to C, state versions up to C + 1), and ignores the state
-a running batch C + 1 is writing. It keeps the offsets (and source logs) of the planned batch
-C + 1 when they exist: Spark then replays exactly that batch on resume, as it does after a
-crash, so a sink that already committed it (Spark's file sink) skips the same rows it holds.
+a running batch C + 1 is writing. It keeps the offsets of the planned batch C + 1 when they
+exist: Spark then replays exactly that batch on resume, as it does after a crash, so a sink
+that already committed it (Spark's file sink) skips the same rows it holds. Source logs are
+kept whole: a source numbers its log itself, and after a crash it can run ahead of the batch
+ids, so a batch's offsets may point at an entry numbered higher than the batch.
 """
 
 from __future__ import annotations

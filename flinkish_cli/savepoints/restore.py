@@ -92,7 +92,7 @@ def read_checkpoint(storage: Storage, path: str) -> Manifest:
     for info in storage.list(path) if storage.exists(path) else []:
         if not info.is_dir or info.name.startswith(("_", ".")):
             continue
-        snapshot = snapshot_query(storage, info.path, info.name)
+        snapshot = snapshot_query(storage, info.path, info.name, require_commit=False)
         queries.append(snapshot.manifest)
     if not queries:
         raise SavepointError(
@@ -195,7 +195,8 @@ def restore_query(
     else:
         from flinkish_cli.savepoints.create import snapshot_query
 
-        files = snapshot_query(source_storage, source.query_dir(name), name).files
+        directory = source.query_dir(name)
+        files = snapshot_query(source_storage, directory, name, require_commit=False).files
     stats = source_storage.copy_tree(source.query_dir(name), target, target_dir, files=files)
     log.info("Restored query '%s' at batch %s: %s", name, query.last_committed_batch, stats)
     return True

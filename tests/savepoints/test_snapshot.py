@@ -57,6 +57,7 @@ def test_snapshot_takes_committed_state_and_the_planned_batch(tmp_path: Path) ->
     files = set(snapshot.files)
     assert {"commits/0", "commits/1"} <= files and "commits/2" not in files
     assert {"offsets/0", "offsets/1", "offsets/2", "sources/0/2"} <= files
+    assert "offsets/3" not in files
     assert "state/0/0/2.zip" in files and "state/0/0/3.zip" not in files  # versions <= C+1
     assert {"state/0/0/SSTs/0000.sst", "state/0/_metadata/metadata", "metadata"} <= files
     assert "offsets/.3.tmp" not in files
