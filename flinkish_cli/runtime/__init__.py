@@ -1,9 +1,16 @@
 """Code that runs inside a job's Spark driver, around the user's unmodified PySpark script.
 
-- :mod:`.plan_io`   reads the job's plan that the submission put into the Spark configuration.
-- :mod:`.hooks`     patches ``DataStreamWriter`` so every query gets its stable checkpoint and
-                    trigger, and defers starts until all of the job's queries are validated.
-- :mod:`.listener`  turns Spark's query progress events into the job's status.
-- :mod:`.job`       the job's life: heartbeat, control requests, graceful stop, final state.
-- :mod:`.driver`    the entry point ``spark-submit`` runs.
+- :mod:`.driver`            the entry point ``spark-submit`` runs: plan in, attempts, end.
+- :mod:`.job`               the job's life: status and heartbeat, control requests, savepoints,
+                            graceful stop, final state.
+- :mod:`.hooks`             patches ``DataStreamWriter`` so every query gets its stable
+                            checkpoint and trigger, and defers starts until all are validated.
+- :mod:`.identity`          a query's stable name, validated.
+- :mod:`.program`           runs the user's script or module as ``__main__``.
+- :mod:`.listener`          Spark's query events, into the job's status.
+- :mod:`.restart`           Flink's restart strategies.
+- :mod:`.checkpoint_rules`  checkpoint timeout, tolerable failures, min-pause, retention.
+- :mod:`.restoring`         restoring queries from a savepoint or retained checkpoint.
+- :mod:`.failures`          a failure cause in a few lines.
+- :mod:`.planner`, :mod:`.local_spark`  ``flinkish info``'s dry run in a quiet local session.
 """

@@ -85,7 +85,8 @@ def run_job(plan: JobPlan, spark_conf: Any) -> int:
     from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
     from flinkish_cli.runtime import hooks
-    from flinkish_cli.runtime.job import CheckpointRules, JobRuntime
+    from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
+    from flinkish_cli.runtime.job import JobRuntime
     from flinkish_cli.runtime.restart import from_config
     from flinkish_cli.storage import StorageSettings
 

@@ -25,7 +25,6 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from flinkish_cli.errors import FlinkishError, JobError
@@ -38,7 +37,9 @@ from flinkish_cli.registry.control import (
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
+from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
 from flinkish_cli.runtime.failures import short_cause
+from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.submission.plan import JobPlan
 
 log = logging.getLogger("flinkish.runtime")
@@ -49,34 +50,6 @@ GRACEFUL_STOP_TIMEOUT = 120.0
 CANCEL_GRACE = 15.0
 #: How long ``flinkish checkpoint`` waits for the next committed batch of every query.
 CHECKPOINT_WAIT = 600.0
-
-
-@dataclass(frozen=True)
-class CheckpointRules:
-    """Flink's checkpoint rules, applied to micro-batches (each batch is a checkpoint)."""
-
-    timeout_s: float = 600.0
-    tolerable_failures: int = 0
-    min_pause_ms: int = 0
-    retention: str = "RETAIN_ON_CANCELLATION"
-
-    @classmethod
-    def from_config(cls, config: Any) -> CheckpointRules:
-        prefix = "execution.checkpointing."
-        return cls(
-            timeout_s=config.get(prefix + "timeout").total_seconds(),
-            tolerable_failures=int(config.get(prefix + "tolerable-failed-checkpoints")),
-            min_pause_ms=int(config.get(prefix + "min-pause").total_seconds() * 1000),
-            retention=str(config.get(prefix + "externalized-checkpoint-retention")),
-        )
-
-    def deletes_on(self, state: JobState) -> bool:
-        """Whether the job's checkpoints go when it ends in ``state`` (never on failure)."""
-        if state is JobState.CANCELED:
-            return self.retention in ("DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS")
-        if state is JobState.FINISHED:
-            return self.retention == "NO_EXTERNALIZED_CHECKPOINTS"
-        return False
 
 
 class JobRuntime:
@@ -116,15 +89,10 @@ class JobRuntime:
         self._write_lock = threading.Lock()
         self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flinkish-control")
         self._inflight: set[str] = set()
-        self._restore: Any = None  # RestoreSource, read when the first query starts
-        self._restore_storage: Any = None
-        self._restored: dict[str, int] = {}
-        self._claimed = False
+        self.restorer = JobRestorer(plan, registry.storage, settings)
+        self.watcher = BatchWatcher(self.rules, self._fail_checkpoints)
         self._failure: BaseException | None = None  # a checkpoint rule failed the job
         self.has_run = False  # the job reached RUNNING at least once
-        self._failed_checkpoints = 0
-        self._trigger_since: dict[str, float] = {}
-        self._expired_batch: dict[str, int] = {}
 
     # -- status --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -179,7 +147,7 @@ class JobRuntime:
             except Exception as error:
                 log.warning("Could not read control requests: %s", error)
             try:
-                self._watch_batches()
+                self.watcher.watch(self.queries, self._last_batch)
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
 
@@ -188,7 +156,7 @@ class JobRuntime:
         from flinkish_cli.storage import join
 
         checkpoint = join(self.plan.job_dir, name)
-        self._restore_query(name, checkpoint)
+        self.restorer.restore_query(name, checkpoint, self.spark)
         hooks.set_writer_option(writer, "checkpointLocation", checkpoint)
         if self.plan.runtime_mode == "BATCH":
             hooks.set_writer_trigger(writer, availableNow=True)
@@ -230,8 +198,10 @@ class JobRuntime:
             done = Progress.from_spark(progress)
             entry.record(done)
         self._dirty.set()
-        self._batch_completed(str(name), done)
-        self._claim_if_done()
+        self.watcher.completed(str(name), done)
+        with self._lock:
+            batches = {n: q.last_committed_batch for n, q in self.status.queries.items()}
+        self.restorer.claim_if_done(batches)
 
     def reconcile(self) -> None:
         """Record batches the (asynchronous) listener has not reported yet."""
@@ -398,68 +368,20 @@ class JobRuntime:
             return False
         return not status.get("isDataAvailable") and not status.get("isTriggerActive")
 
-    # -- restore -------------------------------------------------------------------------
+    # -- restore and checkpoint rules ----------------------------------------------------
     def before_start(self, names: list[str]) -> None:
-        if self.plan.restore is None or self._restore is not None:
-            return
-        from flinkish_cli.savepoints.restore import match_queries, open_source
-        from flinkish_cli.storage import open_storage
+        self.restorer.before_start(names)
 
-        self._restore_storage = open_storage(self.plan.restore.source, self.settings)
-        self._restore = open_source(self._restore_storage, self.plan.restore.source)
-        known = names + [n for n in self.status.queries if n not in names]
-        match_queries(self._restore.manifest, known, self.plan.restore.allow_non_restored_state)
-
-    def _restore_query(self, name: str, checkpoint: str) -> None:
-        from flinkish_cli.savepoints.restore import check_rescale, repartition, restore_query
-
-        if self._restore is None or name in self._restored:
-            return
-        query = self._restore.manifest.query(name)
-        if query is None or self.registry.storage.exists(checkpoint):
-            return  # no state for it, or a restart: the job's own checkpoint is newer
-        restore_query(self._restore_storage, self._restore, name, self.registry.storage, checkpoint)
-        self._restored[name] = query.last_committed_batch
-        backend = str(self.plan.flink_conf.get("state.backend.type", "hashmap")).lower()
-        if check_rescale(self._restore.manifest, self.plan.parallelism, backend).count(name):
-            log.info(
-                "Repartitioning the state of query '%s' from %s to %s partitions.",
-                name,
-                query.shuffle_partitions,
-                self.plan.parallelism,
-            )
-            repartition(self.spark, checkpoint, self.plan.parallelism)
-            self._restored[name] += 1
-
-    def _claim_if_done(self) -> None:
-        """claim mode: once every restored query has committed a new batch, the job owns its
-        state and the savepoint (or the old job's query checkpoints) is deleted."""
-        restore = self.plan.restore
-        if self._claimed or self._restore is None or not restore or restore.claim_mode != "claim":
-            return
+    def _last_batch(self, name: str) -> int | None:
         with self._lock:
-            done = all(
-                (self.status.queries[n].last_committed_batch or -1) > batch
-                for n, batch in self._restored.items()
-                if n in self.status.queries
-            )
-        if not done:
-            return
-        self._claimed = True
-        source, storage, names = self._restore, self._restore_storage, list(self._restored)
+            entry = self.status.queries.get(name)
+            return entry.last_committed_batch if entry else None
 
-        def delete() -> None:
-            try:
-                if source.kind == "savepoint":
-                    storage.delete_tree(source.path)
-                else:
-                    for name in names:
-                        storage.delete_tree(source.query_dir(name))
-                log.info("Claimed %s: deleted after the job's first checkpoints.", source.path)
-            except Exception as error:
-                log.warning("Could not delete the claimed %s: %s", source.path, error)
-
-        threading.Thread(target=delete, name="flinkish-claim", daemon=True).start()
+    def _fail_checkpoints(self, cause: str) -> None:
+        """Too many failed checkpoints: the job fails (its restart strategy decides next)."""
+        if self._failure is None:
+            self._failure = JobError(cause)
+            threading.Thread(target=self._stop_queries, args=(False,), daemon=True).start()
 
     def request_end(self, state: JobState, cause: str, graceful: bool) -> bool:
         """Ask the job to end in ``state``; its queries stop in the background."""
@@ -519,61 +441,6 @@ class JobRuntime:
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
 
-    # -- checkpoint rules ----------------------------------------------------------------
-    def _watch_batches(self) -> None:
-        """A batch running longer than execution.checkpointing.timeout is a failed checkpoint."""
-        now = time.monotonic()
-        for name, query in list(self.queries.items()):
-            try:
-                running = query.isActive and query.status.get("isTriggerActive")
-            except Exception:
-                continue
-            if not running:
-                self._trigger_since.pop(name, None)
-                continue
-            since = self._trigger_since.setdefault(name, now)
-            entry = self.status.queries.get(name)
-            batch = (
-                entry.last_committed_batch
-                if entry and entry.last_committed_batch is not None
-                else -1
-            ) + 1
-            if now - since > self.rules.timeout_s and self._expired_batch.get(name) != batch:
-                self._expired_batch[name] = batch
-                self._checkpoint_failed(
-                    name, f"batch {batch} has run longer than {self.rules.timeout_s:g} s"
-                )
-
-    def _batch_completed(self, name: str, progress: Progress) -> None:
-        if self._expired_batch.get(name) == progress.batch_id:
-            return  # already counted while it ran
-        if progress.duration_ms > self.rules.timeout_s * 1000:
-            self._checkpoint_failed(
-                name, f"batch {progress.batch_id} took {progress.duration_ms / 1000:g} s"
-            )
-        else:
-            self._failed_checkpoints = 0
-
-    def _checkpoint_failed(self, name: str, why: str) -> None:
-        self._failed_checkpoints += 1
-        log.warning(
-            "Checkpoint failed (query '%s': %s; execution.checkpointing.timeout is %g s); "
-            "%d consecutive.",
-            name,
-            why,
-            self.rules.timeout_s,
-            self._failed_checkpoints,
-        )
-        if self._failed_checkpoints <= self.rules.tolerable_failures or self._failure:
-            return
-        self._failure = JobError(
-            f"Exceeded the tolerable failed checkpoints: {self._failed_checkpoints} "
-            f"consecutive (execution.checkpointing.tolerable-failed-checkpoints is "
-            f"{self.rules.tolerable_failures}); query '{name}': {why}, more than "
-            f"execution.checkpointing.timeout."
-        )
-        threading.Thread(target=self._stop_queries, args=(False,), daemon=True).start()
-
     # -- attempts and restarts -----------------------------------------------------------
     def run_attempt(self) -> BaseException | None:
         """Run the job's program once, until its queries end; the failure, if any."""
@@ -583,7 +450,7 @@ class JobRuntime:
         hooks.install(controller)
         self.queries = {}
         self._failure = None
-        self._failed_checkpoints = 0
+        self.watcher.reset()
         try:
             try:
                 run_program(self.plan.entry)

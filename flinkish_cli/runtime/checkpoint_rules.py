@@ -1,0 +1,112 @@
+"""Flink's checkpoint rules applied to micro-batches: every committed batch is a checkpoint.
+
+- ``execution.checkpointing.timeout``: a batch running (or having run) longer is a failed
+  checkpoint; ``execution.checkpointing.tolerable-failed-checkpoints`` consecutive failures
+  are tolerated, one more fails the job (and then the restart strategy decides).
+- ``execution.checkpointing.min-pause``: a floor of the trigger interval (Spark schedules the
+  starts of batches, so after a batch that overruns its interval the pause can be shorter).
+- ``execution.checkpointing.externalized-checkpoint-retention``: what happens to the
+  checkpoints when the job ends (never deleted on failure).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flinkish_cli.registry.status import JobState, Progress
+
+log = logging.getLogger("flinkish.runtime")
+
+
+@dataclass(frozen=True)
+class CheckpointRules:
+    """The checkpoint settings of a job."""
+
+    timeout_s: float = 600.0
+    tolerable_failures: int = 0
+    min_pause_ms: int = 0
+    retention: str = "RETAIN_ON_CANCELLATION"
+
+    @classmethod
+    def from_config(cls, config: Any) -> CheckpointRules:
+        prefix = "execution.checkpointing."
+        return cls(
+            timeout_s=config.get(prefix + "timeout").total_seconds(),
+            tolerable_failures=int(config.get(prefix + "tolerable-failed-checkpoints")),
+            min_pause_ms=int(config.get(prefix + "min-pause").total_seconds() * 1000),
+            retention=str(config.get(prefix + "externalized-checkpoint-retention")),
+        )
+
+    def deletes_on(self, state: JobState) -> bool:
+        """Whether the job's checkpoints go when it ends in ``state`` (never on failure)."""
+        if state is JobState.CANCELED:
+            return self.retention in ("DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS")
+        if state is JobState.FINISHED:
+            return self.retention == "NO_EXTERNALIZED_CHECKPOINTS"
+        return False
+
+
+class BatchWatcher:
+    """Counts failed checkpoints and calls ``fail`` (with the cause) once too many failed."""
+
+    def __init__(self, rules: CheckpointRules, fail: Callable[[str], None]) -> None:
+        self.rules = rules
+        self.fail = fail
+        self.failed = 0
+        self._running_since: dict[str, float] = {}
+        self._expired: dict[str, int] = {}
+
+    def reset(self) -> None:
+        """A new attempt of the job starts counting afresh."""
+        self.failed = 0
+        self._running_since.clear()
+        self._expired.clear()
+
+    def watch(self, queries: dict[str, Any], last_batch: Callable[[str], int | None]) -> None:
+        """Look at the running batches (called every half second)."""
+        now = time.monotonic()
+        for name, query in list(queries.items()):
+            try:
+                running = query.isActive and query.status.get("isTriggerActive")
+            except Exception:  # the query is going away
+                continue
+            if not running:
+                self._running_since.pop(name, None)
+                continue
+            since = self._running_since.setdefault(name, now)
+            committed = last_batch(name)
+            batch = (committed if committed is not None else -1) + 1
+            if now - since > self.rules.timeout_s and self._expired.get(name) != batch:
+                self._expired[name] = batch
+                self._failed(name, f"batch {batch} has run longer than {self.rules.timeout_s:g} s")
+
+    def completed(self, name: str, progress: Progress) -> None:
+        """A batch committed: a failed checkpoint if it took too long, else the count resets."""
+        if self._expired.get(name) == progress.batch_id:
+            return  # already counted while it ran
+        if progress.duration_ms > self.rules.timeout_s * 1000:
+            self._failed(name, f"batch {progress.batch_id} took {progress.duration_ms / 1000:g} s")
+        else:
+            self.failed = 0
+
+    def _failed(self, name: str, why: str) -> None:
+        self.failed += 1
+        log.warning(
+            "Checkpoint failed (query '%s': %s; execution.checkpointing.timeout is %g s); "
+            "%d consecutive.",
+            name,
+            why,
+            self.rules.timeout_s,
+            self.failed,
+        )
+        if self.failed > self.rules.tolerable_failures:
+            self.fail(
+                f"Exceeded the tolerable failed checkpoints: {self.failed} consecutive "
+                f"(execution.checkpointing.tolerable-failed-checkpoints is "
+                f"{self.rules.tolerable_failures}); query '{name}': {why}, more than "
+                f"execution.checkpointing.timeout."
+            )
