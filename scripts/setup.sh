@@ -27,5 +27,10 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}"
+log=.venv/pip-install.log
+if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip &&
+       .venv/bin/python -m pip install --disable-pip-version-check -e ".${extras}"; } >"$log" 2>&1; then
+  tail -n 20 "$log" >&2
+  echo "ERROR: installing flinkish failed (full output in $log); check the network access to PyPI." >&2
+  exit 1
+fi
