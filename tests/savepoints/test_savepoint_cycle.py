@@ -121,7 +121,9 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     checkpoint = env.run("checkpoint", job, check=True).stdout
     assert f"Checkpoint completed. Path: {env.checkpoints / job}" in checkpoint
     assert re.search(r"^query=counts batch=\d+$", checkpoint, re.MULTILINE)
-    stopped = env.run("stop", job, check=True).stdout
+    cycle.add_input(1)  # --drain processes it before the savepoint: nothing left to wait for
+    stopped = env.run("stop", "--drain", job, check=True).stdout
+    assert len(cycle.raw()) == len(cycle.rows), "drained before the savepoint"
     second = _savepoint_path(stopped)
     assert env.job(job)["state"] == "FINISHED"
     before = _digest(Path(second))
@@ -217,6 +219,18 @@ def test_damaged_incomplete_and_mismatched_savepoints_are_refused(
     assert "which the job no longer has" in other.stderr
     assert "--allowNonRestoredState" in other.stderr
     assert not (env.root / "out3").exists()
+    allowed = env.run(
+        "run",
+        "-d",
+        "-n",
+        "-s",
+        str(path),
+        str(JOBS / "three_queries.py"),
+        str(env.root / "in3"),
+        str(env.root / "out3"),
+        check=True,
+    )
+    env.run("cancel", job_id_of(allowed.stdout), check=True)
 
     # dispose refuses what is not a savepoint and deletes what is
     not_one = env.root / "precious"
@@ -271,8 +285,12 @@ def test_rescale_from_2_to_4_partitions_with_rocksdb(flinkish_env: FlinkishEnv) 
     cycle.wait_until_all_processed()
     path = _savepoint_path(env.run("stop", job, check=True).stdout)
     cycle.add_input(2)
-    resumed = cycle.start("-s", path, "-p", "4")
+    resumed = cycle.start("-s", path, "-p", "4", "--claimMode", "claim")
     cycle.wait_until_all_processed()
+    deadline = time.monotonic() + 60
+    while Path(path).exists():  # claimed: deleted once the job has its own checkpoints
+        assert time.monotonic() < deadline, "the claimed savepoint was not taken over"
+        time.sleep(0.5)
     final = _savepoint_path(env.run("stop", resumed, check=True).stdout)
     cycle.check_exactly_once()
     import json
