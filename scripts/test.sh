@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test
-.venv/bin/ruff check flinkish_cli tests jobs scripts
-.venv/bin/ruff format --check flinkish_cli tests jobs scripts
+.venv/bin/ruff check flinkish_cli tests jobs scripts benchmarks
+.venv/bin/ruff format --check flinkish_cli tests jobs scripts benchmarks
 exec .venv/bin/pytest "$@"

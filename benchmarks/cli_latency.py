@@ -1,0 +1,181 @@
+"""Section 3: how long the CLI takes for commands people type all day.
+
+``flinkish --help``, ``flinkish list`` with 50 jobs in the registry (on local disk, and on a
+moto S3 server with ``execution.checkpointing.dir: s3://...``) and ``flinkish config``, each
+the fastest of several runs, against the same interpreter starting and doing nothing
+(``python -c pass``). The 50 jobs are status files written the way a job's driver writes
+them (``JobRegistry.write(JobStatus(...))``, two queries with 30 recent batches each), which
+is all ``list`` reads.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import (
+    FLINKISH,
+    PYTHON,
+    BenchError,
+    S3Server,
+    Workspace,
+    clean_env,
+    run_timed,
+)
+from benchmarks.report import Row, Section
+
+JOBS_IN_REGISTRY = 50
+JOB_LINE = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+@dataclass(frozen=True)
+class CliParams:
+    runs: int
+
+
+@dataclass
+class Command:
+    label: str
+    args: list[str]
+    conf_dir: Path | None
+    goal_seconds: float
+    expect_jobs: bool = False
+
+
+def seed_registry(conf_dir: Path, jobs: int = JOBS_IN_REGISTRY) -> None:
+    """Write ``jobs`` status files as running jobs' drivers do."""
+    from flinkish_cli.config import load_configuration
+    from flinkish_cli.registry.jobid import new_job_id
+    from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
+    from flinkish_cli.registry.store import registry_for
+
+    registry = registry_for(load_configuration(conf_dir=str(conf_dir)))
+    now = time.time()
+    for number in range(jobs):
+        status = JobStatus(
+            job_id=new_job_id(),
+            name=f"bench-job-{number:02d}",
+            state=JobState.RUNNING,
+            start_time=now - 3600 + number,
+            heartbeat=now,
+            heartbeat_timeout=30 * 86400.0,  # stays RUNNING for the whole benchmark
+            pid=1,
+            host="bench",
+            parallelism=2,
+        )
+        for query in ("counts", "raw"):
+            entry = QueryStatus(name=query, checkpoint=f"/ckpt/{status.job_id}/{query}")
+            entry.active = True
+            for batch in range(30):
+                entry.record(
+                    Progress(
+                        batch_id=batch,
+                        timestamp="2025-01-01T00:00:00.000Z",
+                        input_rows=100,
+                        input_rows_per_second=50.0,
+                        processed_rows_per_second=500.0,
+                        duration_ms=200,
+                        state_rows=1000,
+                    )
+                )
+            status.queries[query] = entry
+        registry.write(status)
+
+
+def _say(message: str) -> None:
+    print(f"[bench] cli: {message}", file=sys.stderr, flush=True)
+
+
+def run(
+    workspace: Workspace, params: CliParams, s3: S3Server | None
+) -> tuple[Section, dict[str, Any]]:
+    """The section, and the fastest time of each command (for the profiling section)."""
+    local_conf = workspace.conf_dir("cli-local", {})
+    seed_registry(local_conf)
+    commands = [
+        Command("flinkish --help", ["--help"], None, 0.150),
+        Command(
+            f"flinkish list, {JOBS_IN_REGISTRY} jobs on local disk",
+            ["list"],
+            local_conf,
+            0.300,
+            expect_jobs=True,
+        ),
+    ]
+    if s3 is not None:
+        s3.client().create_bucket(Bucket="bench-cli")
+        s3_conf = workspace.conf_dir(
+            "cli-s3", {**s3.flink_conf(), "execution.checkpointing.dir": "s3://bench-cli/ckpt"}
+        )
+        seed_registry(s3_conf)
+        commands.append(
+            Command(
+                f"flinkish list, {JOBS_IN_REGISTRY} jobs on S3 (moto)",
+                ["list"],
+                s3_conf,
+                0.300,
+                expect_jobs=True,
+            )
+        )
+    commands.append(Command("flinkish config", ["config"], local_conf, 0.300))
+
+    reference: list[float] = []
+    samples: dict[str, list[float]] = {c.label: [] for c in commands}
+    for attempt in range(params.runs + 1):  # the first round warms caches and is not counted
+        timed = run_timed([PYTHON, "-c", "pass"], clean_env(), workspace.root).check()
+        if attempt:
+            reference.append(timed.seconds)
+        for command in commands:
+            env = clean_env({"FLINK_CONF_DIR": str(command.conf_dir)} if command.conf_dir else {})
+            timed = run_timed([FLINKISH, *command.args], env, workspace.root).check()
+            if command.expect_jobs:
+                found = len(set(JOB_LINE.findall(timed.stdout)))
+                if found != JOBS_IN_REGISTRY:
+                    raise BenchError(f"{command.label} listed {found} jobs:\n{timed.stdout}")
+            if attempt:
+                samples[command.label].append(timed.seconds)
+    section = Section(
+        key="cli",
+        title="3. CLI latency",
+        method=(
+            f"Fastest of {params.runs} runs of each command (after one uncounted warm-up "
+            "round), output to a pipe, against the same Python starting and doing nothing "
+            f"(`python -c pass`, fastest of {params.runs}). The registries hold "
+            f"{JOBS_IN_REGISTRY} running jobs' status files (two queries, 30 recent batches "
+            "each); on S3 they are read from a local moto server (`python -m moto.server`) "
+            "with `execution.checkpointing.dir: s3://bench-cli/ckpt`."
+        ),
+    )
+    fastest_reference = min(reference)
+    best: dict[str, Any] = {"python -c pass": fastest_reference}
+    for command in commands:
+        fastest = min(samples[command.label])
+        best[command.label] = fastest
+        section.rows.append(
+            Row(
+                measurement=command.label,
+                value=fastest,
+                unit="s",
+                reference="python -c pass (interpreter start-up)",
+                reference_value=fastest_reference,
+                samples=samples[command.label],
+                reference_samples=reference,
+                goal=f"under {command.goal_seconds * 1000:.0f} ms",
+                goal_met=fastest < command.goal_seconds,
+            )
+        )
+        _say(f"{command.label}: {fastest * 1000:.0f} ms")
+    if s3 is None:
+        section.notes.append("The S3 registry was not measured: no moto server could start.")
+    section.notes.append(
+        "Goals, as read from the issue: `--help` under 150 ms; `list` under 300 ms on local "
+        "disk and on S3; `config` under 300 ms."
+    )
+    best["commands"] = {
+        c.label: (c.args, str(c.conf_dir) if c.conf_dir else None) for c in commands
+    }
+    return section, best

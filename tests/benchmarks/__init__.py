@@ -1,0 +1,1 @@
+"""The benchmark (benchmarks/): its quick version end to end, and its result model."""

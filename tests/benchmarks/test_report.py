@@ -1,0 +1,66 @@
+"""The benchmark's result model and log parsing, without Spark."""
+
+from __future__ import annotations
+
+import math
+
+from benchmarks.harness import flink_conf_text, median, percentile, progress_events
+from benchmarks.report import Results, Row, Section, markdown, validate
+
+MACHINE = {
+    "cpu": "cpu",
+    "cores": "2 usable",
+    "memory": "1 GiB",
+    "os": "os",
+    "python": "3",
+    "java": "17",
+    "spark": "4",
+    "load_average_start": "0.1, 0.1, 0.1",
+}
+
+
+def _results(*rows: Row) -> Results:
+    section = Section(key="cli", title="3. CLI latency", method="how", rows=list(rows))
+    return Results("quick", "a", "b", 1.0, dict(MACHINE), {}, [section])
+
+
+def test_a_complete_row_validates_and_renders() -> None:
+    row = Row(
+        "flinkish --help", 0.1, "s", "python -c pass", 0.02, [0.1], [0.02], "under 150 ms", True
+    )
+    results = _results(row)
+    assert validate(results.to_dict()) == []
+    assert math.isclose(results.to_dict()["sections"][0]["rows"][0]["ratio"], 5.0)
+    text = markdown(results)
+    assert "| flinkish --help | 100 ms | python -c pass | 20 ms | 5.00 (5.0× slower) |" in text
+
+
+def test_missing_figures_and_failed_sections_are_problems() -> None:
+    document = _results(Row("x", 0.0, "s", "ref", 1.0, [], [1.0], "goal", None)).to_dict()
+    document["sections"].append({"key": "lifecycle", "error": "BenchError: boom"})
+    document["machine"].pop("java")
+    problems = validate(document)
+    assert any("value 0.0" in p for p in problems)
+    assert any("no samples" in p for p in problems)
+    assert any("goal without a verdict" in p for p in problems)
+    assert any("lifecycle failed" in p for p in problems)
+    assert "machine.java is missing" in problems
+
+
+def test_progress_reports_are_read_from_a_spark_log() -> None:
+    log = (
+        "26/11/22 00:14:34 INFO ProgressReporter: Streaming query made progress: {\n"
+        '  "name" : "counts",\n  "batchId" : 0,\n'
+        '  "durationMs" : {\n    "addBatch" : 5701,\n    "triggerExecution" : 7022\n  }\n}\n'
+        "26/11/22 00:14:35 INFO Something else\n"
+    )
+    [event] = progress_events(log)
+    assert event["name"] == "counts" and event["durationMs"]["triggerExecution"] == 7022
+
+
+def test_statistics_and_configuration_overrides() -> None:
+    assert median([3, 1, 2]) == 2 and median([1, 2, 3, 4]) == 2.5
+    assert percentile([1, 2, 3, 4, 5], 0.95) == 4.8
+    text = flink_conf_text({"parallelism.default": 8, "s3.endpoint": "http://x"})
+    assert "\nparallelism.default: 8\n" in text and "parallelism.default: 2" not in text
+    assert text.rstrip().endswith("s3.endpoint: http://x")
