@@ -103,7 +103,8 @@ export SPARK_LOCAL_IP=127.0.0.1
 export SPARK_LOG_DIR="$dir/logs"
 export SPARK_WORKER_DIR="$dir/work"
 # Fail instead of silently moving to the next port when one is taken.
-export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.port.maxRetries=0"
+# No REST submission server (fixed port 6066, unused by flinkish): two clusters can coexist.
+export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false"
 export SPARK_WORKER_OPTS="${SPARK_WORKER_OPTS:-} -Dspark.port.maxRetries=0"
 
 # launch ROLE CLASS ARGS...: run CLASS in a session of its own (so that stop-cluster.sh can

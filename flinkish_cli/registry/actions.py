@@ -8,7 +8,12 @@ from __future__ import annotations
 import time
 
 from flinkish_cli.errors import JobError
-from flinkish_cli.registry.control import ControlChannel, ControlRequest, ControlResponse
+from flinkish_cli.registry.control import (
+    ControlChannel,
+    ControlRequest,
+    ControlResponse,
+    poll_interval,
+)
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -47,7 +52,7 @@ def ask(
                 f"Job {job_id} ended ({status.effective_state().value}) before it answered "
                 f"the {request.action} request."
             )
-        time.sleep(0.2)
+        time.sleep(poll_interval(registry.storage) / 2)
     raise JobError(
         f"Job {job_id} did not answer the {request.action} request within {timeout:.0f} s.",
         "Its driver may be overloaded or gone; 'flinkish list' shows its heartbeat state.",

@@ -4,7 +4,8 @@ A CLI that wants a job to cancel, stop or take a savepoint writes a request file
 
     <root>/<JobID>/_flinkish/control/<request id>.request.json
 
-The job's driver polls that directory (every ``POLL_SECONDS``), carries the request out,
+The job's driver polls that directory (every :func:`poll_interval`: 0.1 s on a local file
+system, 0.5 s on object stores and HDFS, where each poll is a request), carries it out,
 and writes ``<request id>.response.json`` with the outcome. Request ids sort by creation
 time so the driver handles requests in order. Works across hosts with shared storage.
 """
@@ -21,6 +22,14 @@ from flinkish_cli.registry.store import JobRegistry
 
 CONTROL_DIR = "control"
 POLL_SECONDS = 0.5
+LOCAL_POLL_SECONDS = 0.1
+
+
+def poll_interval(storage: object) -> float:
+    """How often to look for control requests and responses on ``storage``."""
+    from flinkish_cli.storage import LocalStorage
+
+    return LOCAL_POLL_SECONDS if isinstance(storage, LocalStorage) else POLL_SECONDS
 
 
 @dataclass

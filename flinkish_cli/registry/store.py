@@ -97,9 +97,7 @@ class JobRegistry:
 
     def job_ids(self) -> Iterator[str]:
         """The JobIDs that have a directory under the root."""
-        if not self.storage.exists(self.root):
-            return iter(())
-        return (
+        return (  # listing a missing directory gives nothing, on every storage
             info.name
             for info in self.storage.list(self.root)
             if info.is_dir and is_job_id(info.name)

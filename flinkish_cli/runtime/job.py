@@ -33,6 +33,7 @@ from flinkish_cli.registry.control import (
     ControlChannel,
     ControlRequest,
     ControlResponse,
+    poll_interval,
 )
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -141,7 +142,7 @@ class JobRuntime:
                 next_beat = time.time() + self.plan.heartbeat_interval_s
 
     def _watch(self) -> None:
-        while not self._done.wait(POLL_SECONDS):
+        while not self._done.wait(poll_interval(self.registry.storage)):
             try:
                 self._handle_control()
             except Exception as error:
