@@ -22,6 +22,7 @@ Contract, for all backends:
 from __future__ import annotations
 
 import abc
+import contextlib
 import errno
 import hashlib
 import time
@@ -106,6 +107,24 @@ class Storage(abc.ABC):
     def __init__(self, root: str, settings: StorageSettings | None = None) -> None:
         self.root = root
         self.settings = settings or StorageSettings()
+
+    # -- errors ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self, action: str, path: str) -> Iterator[None]:
+        """Turn the backend's own exceptions into :class:`StorageError`s for ``action``."""
+        try:
+            yield
+        except StorageError:
+            raise
+        except Exception as error:
+            translated = self._storage_error(error, action, path)
+            if translated is None:
+                raise
+            raise translated from error
+
+    def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
+        """The :class:`StorageError` that ``error`` means, or None to let it through."""
+        return None
 
     # -- description -----------------------------------------------------------------------
     @abc.abstractmethod

@@ -178,17 +178,8 @@ class HdfsStorage(Storage):
         options = self._rename_overwrite if overwrite else self._rename_none
         context.rename(self._path(src), target, options)
 
-    @contextlib.contextmanager
-    def _errors(self, action: str, path: str) -> Iterator[None]:
-        try:
-            yield
-        except StorageError:
-            raise
-        except Exception as error:
-            translated = _translate(error, action, path, self.settings)
-            if translated is None:
-                raise
-            raise translated from error
+    def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
+        return _translate(error, action, path, self.settings)
 
     # -- queries ---------------------------------------------------------------------------
     def exists(self, path: str) -> bool:

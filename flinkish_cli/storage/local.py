@@ -57,16 +57,12 @@ class LocalStorage(Storage):
         return f"local directory {local_path(self.root)}"
 
     # -- errors ----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _errors(self, action: str, path: str) -> Iterator[None]:
-        try:
-            yield
-        except StorageError:
-            raise
-        except FileNotFoundError as error:
-            raise StorageNotFoundError(path) from error
-        except OSError as error:
-            raise _translate(error, action, path) from error
+    def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
+        if isinstance(error, FileNotFoundError):
+            return StorageNotFoundError(path)
+        if isinstance(error, OSError):
+            return _translate(error, action, path)
+        return None
 
     # -- queries ---------------------------------------------------------------------------
     def exists(self, path: str) -> bool:

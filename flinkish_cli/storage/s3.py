@@ -170,21 +170,13 @@ class S3Storage(Storage):
         )
 
     # -- errors ----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _errors(self, action: str, path: str) -> Iterator[None]:
-        """Turn botocore's (and boto3's transfer) errors into StorageErrors."""
-        try:
-            yield
-        except StorageError:
-            raise
-        except Exception as error:
-            translated = self._translate(error, action, path)
-            if translated is None:
-                raise
-            if isinstance(translated, StorageNotFoundError) and _code(error) in ("404", "NotFound"):
-                # HEAD answers a bare 404 for a missing bucket as for a missing key.
-                self._check_bucket(path)
-            raise translated from error
+    def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
+        """botocore's (and boto3's transfer) errors, as StorageErrors."""
+        translated = self._translate(error, action, path)
+        if isinstance(translated, StorageNotFoundError) and _code(error) in ("404", "NotFound"):
+            # HEAD answers a bare 404 for a missing bucket as for a missing key.
+            self._check_bucket(path)
+        return translated
 
     def _translate(self, error: BaseException, action: str, path: str) -> StorageError | None:
         from botocore.exceptions import (
