@@ -41,6 +41,10 @@ class JobFailedError(FlinkishError):
     """A job that ran and failed; the message is its failure cause."""
 
 
+class JobCanceledError(FlinkishError):
+    """An attached job that ended CANCELED (exit status 1, as Flink's client)."""
+
+
 class StorageError(FlinkishError):
     """A file system (local, S3, HDFS) that cannot be reached or refused an operation."""
 

@@ -28,9 +28,7 @@ def require_running(registry: JobRegistry, job_id: str, action: str) -> JobStatu
         detail = f" ({cause.splitlines()[0]})" if cause and state is JobState.FAILED else ""
         raise JobError(
             f"Cannot {action} job {status.job_id}: it is {state.value}{detail}.",
-            "Only a running job can be "
-            + {"cancel": "cancelled", "stop": "stopped"}.get(action, f"asked to {action}")
-            + "; see 'flinkish list -a'.",
+            f"Only a running job accepts '{action}'; see 'flinkish list -a'.",
         )
     return status
 

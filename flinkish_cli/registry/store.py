@@ -21,6 +21,7 @@ from flinkish_cli.registry.jobid import is_job_id, parse_job_id
 from flinkish_cli.registry.status import JobStatus
 
 if TYPE_CHECKING:
+    from flinkish_cli.config import Configuration
     from flinkish_cli.storage import Storage
 
 META_DIR = "_flinkish"
@@ -119,10 +120,9 @@ class JobRegistry:
             return None
 
 
-def registry_for(config: object) -> JobRegistry:
-    """The registry that ``config`` (a Configuration) names with execution.checkpointing.dir."""
-    from flinkish_cli.storage import StorageSettings
+def registry_for(config: Configuration) -> JobRegistry:
+    """The registry that ``config`` names with execution.checkpointing.dir."""
+    from flinkish_cli.storage import open_for_config
 
-    root = str(config.get("execution.checkpointing.dir"))  # type: ignore[attr-defined]
-    flat = config.to_flat(include_secrets=True)  # type: ignore[attr-defined]
-    return JobRegistry.open(root, StorageSettings.from_flink(flat))
+    root = str(config.get("execution.checkpointing.dir"))
+    return JobRegistry(root.rstrip("/"), open_for_config(root, config))

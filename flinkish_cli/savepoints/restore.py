@@ -150,13 +150,12 @@ def check_rescale(manifest: Manifest, parallelism: int, backend: str) -> list[st
 
 def plan_restore(request: Any, config: Any) -> RestorePlan:
     """Check what ``run -s`` names before anything starts (run by the CLI)."""
-    from flinkish_cli.storage import StorageSettings, open_storage
+    from flinkish_cli.storage import open_for_config
     from flinkish_cli.submission.plan import RestorePlan
 
     path = str(request.from_savepoint).rstrip("/")
     if not path.startswith("hdfs://"):  # HDFS needs a JVM: the driver checks it, see below
-        settings = StorageSettings.from_flink(config.to_flat(include_secrets=True))
-        source = open_source(open_storage(path, settings), path)
+        source = open_source(open_for_config(path, config), path)
         parallelism = int(config.get("parallelism.default"))
         check_rescale(source.manifest, parallelism, str(config.get("state.backend.type")))
     return RestorePlan(

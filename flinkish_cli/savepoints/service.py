@@ -12,6 +12,7 @@ from flinkish_cli.registry.actions import ask, require_running, wait_for_end
 from flinkish_cli.registry.control import ControlRequest
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.store import registry_for
+from flinkish_cli.storage import open_for_config
 
 #: How long the CLI waits for a savepoint (Flink's client waits without limit by default).
 SAVEPOINT_TIMEOUT = 3600.0
@@ -73,18 +74,12 @@ def checkpoint(config: Any, job_id: str) -> dict[str, Any]:
     return dict(response.result)
 
 
-def _storage(config: Any, path: str) -> Any:
-    from flinkish_cli.storage import StorageSettings, open_storage
-
-    return open_storage(path, StorageSettings.from_flink(config.to_flat(include_secrets=True)))
-
-
 def dispose(config: Any, path: str) -> None:
     """Delete a savepoint (and refuse anything else)."""
     from flinkish_cli.savepoints.dispose import dispose as dispose_savepoint
 
     path = path.rstrip("/")
-    dispose_savepoint(_storage(config, path), path)
+    dispose_savepoint(open_for_config(path, config), path)
 
 
 def info(config: Any, path: str, rows: bool = True) -> dict[str, Any]:
@@ -93,7 +88,7 @@ def info(config: Any, path: str, rows: bool = True) -> dict[str, Any]:
     from flinkish_cli.savepoints.restore import open_source
 
     path = path.rstrip("/")
-    source = open_source(_storage(config, path), path)
+    source = open_source(open_for_config(path, config), path)
     summary = describe(source.manifest)
     summary["path"] = path
     if rows and any(q.stateful for q in source.manifest.queries):

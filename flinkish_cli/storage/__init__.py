@@ -71,3 +71,11 @@ def __getattr__(name: str) -> Any:  # S3Storage and HdfsStorage, imported when a
 
         return HdfsStorage
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def open_for_config(path: str, config: Any) -> Storage:
+    """The storage of ``path``, reached with the Flink ``s3.*`` keys of ``config``.
+
+    ``config`` is a :class:`flinkish_cli.config.Configuration` (anything with ``to_flat``).
+    """
+    return open_storage(path, StorageSettings.from_flink(config.to_flat(include_secrets=True)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 from typing import Any, Protocol
 
-from flinkish_cli.errors import FlinkishError, JobError, JobFailedError
+from flinkish_cli.errors import JobCanceledError, JobError, JobFailedError
 from flinkish_cli.registry.control import ControlChannel, ControlRequest
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.submission import launcher, submit
@@ -25,12 +25,6 @@ class Presenter(Protocol):
     def ended(self, status: JobStatus, detached: bool) -> None: ...
     def interrupted(self, job_id: str, signum: int, hard: bool) -> None: ...
     def close(self) -> None: ...
-
-
-class JobCanceledError(FlinkishError):
-    """An attached job that ended CANCELED."""
-
-    exit_code = 1
 
 
 def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presenter) -> JobStatus:

@@ -6,22 +6,26 @@ Reads the registry only: no Spark, no JVM.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 
+if TYPE_CHECKING:
+    from flinkish_cli.registry.status import JobStatus
+
 RULE = "-" * 62
 
 
-def _line(status: object, now: float) -> str:
-    start = time.strftime("%d.%m.%Y %H:%M:%S", time.localtime(status.start_time))  # type: ignore[attr-defined]
-    state = status.effective_state(now).value  # type: ignore[attr-defined]
-    return f"{start} : {status.job_id} : {status.name} ({state})"  # type: ignore[attr-defined]
+def _line(status: JobStatus, now: float) -> str:
+    start = time.strftime("%d.%m.%Y %H:%M:%S", time.localtime(status.start_time))
+    state = status.effective_state(now).value
+    return f"{start} : {status.job_id} : {status.name} ({state})"
 
 
-def _section(title: str, jobs: list, now: float, empty: str) -> None:
+def _section(title: str, jobs: list[JobStatus], now: float, empty: str) -> None:
     if not jobs:
         echo(empty)
         return
