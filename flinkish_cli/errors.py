@@ -28,13 +28,19 @@ class ConfigError(FlinkishError):
 
 
 class UsageError(FlinkishError):
-    """Command-line arguments that do not fit together."""
-
-    exit_code = 2
+    """Command-line arguments that do not fit together (exit status 1, as Flink's CLI)."""
 
 
 class JobError(FlinkishError):
     """A job that cannot be found, started or controlled."""
+
+
+class RequestInterruptedError(FlinkishError):
+    """The user interrupted (Ctrl-C, SIGTERM) a command that was waiting for a job's answer;
+    the message says whether the request was withdrawn. Exit status 130, as for any
+    interrupted command."""
+
+    exit_code = 130
 
 
 class JobFailedError(FlinkishError):

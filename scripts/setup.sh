@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Set up flinkish in ./.venv: checks Java and Python, installs the package (and, with
-# --test, its test dependencies). Safe to run again; the README's two commands call it.
+# Set up flinkish in ./.venv: checks Java and Python, installs the package with its session
+# extra (the Spark Connect client for session clusters) and, with --test, its test
+# dependencies. Safe to run again; the README's two commands call it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras=""
-[ "${1:-}" = "--test" ] && extras="[test]"
+extras="[session]"
+[ "${1:-}" = "--test" ] && extras="[session,test]"
 
 java_bin="java"
 [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java_bin="$JAVA_HOME/bin/java"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Start a Spark standalone cluster on this machine -- one master and one worker, bound to
-# 127.0.0.1 -- from the pyspark installed for $PYTHON, like Flink's bin/start-cluster.sh.
-# Prints the master URL (spark://127.0.0.1:PORT) on its last line; stop it with
-# scripts/stop-cluster.sh (same FLINKISH_CLUSTER_DIR).
+# Start a cluster on this machine from the pyspark installed for $PYTHON, bound to 127.0.0.1,
+# like Flink's bin/start-cluster.sh:
+#   (no mode flag)          a Spark standalone master and worker; last line spark://127.0.0.1:PORT
+#   --session               a session cluster: a Spark Connect server over local[N];
+#                           last line sc://127.0.0.1:PORT (flinkish run -m sc://127.0.0.1:PORT)
+#   --session --standalone  a master, a worker and a Connect server over them; last line sc://...
+# Stop everything it started with scripts/stop-cluster.sh (same --dir).
 #
 # Options (flag, or environment variable, default):
 #   --dir DIR                FLINKISH_CLUSTER_DIR         /tmp/flinkish-cluster (pids, logs, work)
@@ -12,15 +15,81 @@
 #   --worker-webui-port P    FLINKISH_WORKER_WEBUI_PORT   8081
 #   --cores N                FLINKISH_WORKER_CORES        2
 #   --memory M               FLINKISH_WORKER_MEMORY       2g
-#   --timeout SECONDS        FLINKISH_CLUSTER_TIMEOUT     90 (wait for the worker to be ALIVE)
+#   --timeout SECONDS        FLINKISH_CLUSTER_TIMEOUT     90 (wait until the cluster answers)
+# Session cluster (--session):
+#   --session-port P         FLINKISH_SESSION_PORT        15002 (Spark Connect's gRPC port)
+#   --session-webui-port P   FLINKISH_SESSION_WEBUI_PORT  0 (no web UI; else the server's Spark UI)
+#   --slots N                FLINKISH_SESSION_SLOTS       from the configuration (below)
+#   --conf-dir DIR           FLINK_CONF_DIR wins, else DIR, else ./conf (as flinkish reads it)
+#   --session-conf K=V       repeatable: a Spark setting of the server (spark-submit --conf),
+#                            e.g. spark.driver.memory=4g; spark.log.level=INFO for a chatty log
+#   PYSPARK_PYTHON           Python of the server's Python workers (foreachBatch, UDFs); $PYTHON
 #   PYTHON                   python whose pyspark to use  python3
-# Java 17+ is needed (JAVA_HOME or java on the PATH).
+# Without --slots, N = max(taskmanager.numberOfTaskSlots, parallelism.default) of the
+# configuration (flink-conf.yaml or config.yaml), as flinkish's own local master, default 1.
+# Over --standalone the server's executors are the worker's --cores.
+# The server has no authentication: any local user can reach 127.0.0.1, as with Flink's own
+# session cluster. Java 17+ is needed (JAVA_HOME or java on the PATH); the session cluster also
+# needs Spark Connect's client packages for PYTHON and PYSPARK_PYTHON (flinkish's 'session' extra).
 set -euo pipefail
 
 die() {
   echo "ERROR: $*" >&2
   exit 1
 }
+
+dir=${FLINKISH_CLUSTER_DIR:-/tmp/flinkish-cluster}
+master_port=${FLINKISH_MASTER_PORT:-7077}
+master_webui_port=${FLINKISH_MASTER_WEBUI_PORT:-8080}
+worker_port=${FLINKISH_WORKER_PORT:-0}
+worker_webui_port=${FLINKISH_WORKER_WEBUI_PORT:-8081}
+cores=${FLINKISH_WORKER_CORES:-2}
+memory=${FLINKISH_WORKER_MEMORY:-2g}
+timeout=${FLINKISH_CLUSTER_TIMEOUT:-90}
+python=${PYTHON:-python3}
+session_port=${FLINKISH_SESSION_PORT:-15002}
+session_webui_port=${FLINKISH_SESSION_WEBUI_PORT:-0}
+slots=${FLINKISH_SESSION_SLOTS:-}
+conf_dir=""
+session_confs=()
+session=0
+standalone=""
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --session) session=1; shift ;;
+    --standalone) standalone=1; shift ;;
+    --dir | --master-port | --master-webui-port | --worker-port | --worker-webui-port | --cores | \
+      --memory | --timeout | --session-port | --session-webui-port | --slots | --conf-dir | --session-conf)
+      [ $# -ge 2 ] || die "option '$1' needs a value (see --help)"
+      case "$1" in
+        --dir) dir=$2 ;;
+        --master-port) master_port=$2 ;;
+        --master-webui-port) master_webui_port=$2 ;;
+        --worker-port) worker_port=$2 ;;
+        --worker-webui-port) worker_webui_port=$2 ;;
+        --cores) cores=$2 ;;
+        --memory) memory=$2 ;;
+        --timeout) timeout=$2 ;;
+        --session-port) session_port=$2 ;;
+        --session-webui-port) session_webui_port=$2 ;;
+        --slots) slots=$2 ;;
+        --conf-dir) conf_dir=$2 ;;
+        --session-conf)
+          [[ "$2" =~ ^spark\.[A-Za-z0-9._-]+=.+ ]] || die "--session-conf '$2' is not like spark.key=value"
+          session_confs+=(--conf "$2")
+          ;;
+      esac
+      shift 2
+      ;;
+    -h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+# Without --session the script starts what it always started: the standalone cluster.
+if [ -z "$standalone" ]; then
+  if [ $session = 1 ]; then standalone=0; else standalone=1; fi
+fi
 
 # Java first, with shell builtins only, so the message is clear even on a bare PATH.
 java_bin=java
@@ -35,40 +104,85 @@ if [ -n "$java_major" ] && [ "$java_major" -lt 17 ]; then
   die "Java $java_major found; Spark 4 needs Java 17+: install openjdk-17-jre-headless or point JAVA_HOME at a JDK 17."
 fi
 
-dir=${FLINKISH_CLUSTER_DIR:-/tmp/flinkish-cluster}
-master_port=${FLINKISH_MASTER_PORT:-7077}
-master_webui_port=${FLINKISH_MASTER_WEBUI_PORT:-8080}
-worker_port=${FLINKISH_WORKER_PORT:-0}
-worker_webui_port=${FLINKISH_WORKER_WEBUI_PORT:-8081}
-cores=${FLINKISH_WORKER_CORES:-2}
-memory=${FLINKISH_WORKER_MEMORY:-2g}
-timeout=${FLINKISH_CLUSTER_TIMEOUT:-90}
-python=${PYTHON:-python3}
-
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dir) dir=$2; shift 2 ;;
-    --master-port) master_port=$2; shift 2 ;;
-    --master-webui-port) master_webui_port=$2; shift 2 ;;
-    --worker-port) worker_port=$2; shift 2 ;;
-    --worker-webui-port) worker_webui_port=$2; shift 2 ;;
-    --cores) cores=$2; shift 2 ;;
-    --memory) memory=$2; shift 2 ;;
-    --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown option '$1' (see --help)" ;;
-  esac
-done
-
-for value in "$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port" "$cores" "$timeout"; do
-  [[ "$value" =~ ^[0-9]+$ ]] || die "'$value' is not a number (ports, cores and timeout are numbers)"
+for value in "$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port" "$cores" \
+  "$timeout" "$session_port" "$session_webui_port" ${slots:+"$slots"}; do
+  [[ "$value" =~ ^[0-9]+$ ]] || die "'$value' is not a number (ports, cores, slots and timeout are numbers)"
 done
 [[ "$memory" =~ ^[0-9]+[kKmMgGtT]?$ ]] || die "worker memory '$memory' is not like 512m or 2g"
+if [ $session = 1 ]; then
+  if [ "$session_port" -lt 1 ] || [ "$session_port" -gt 65535 ]; then
+    die "--session-port $session_port is not a port (1 to 65535)"
+  fi
+  if [ -n "$slots" ] && [ "$slots" -lt 1 ]; then
+    die "--slots must be at least 1"
+  fi
+fi
 
 if ! spark_home=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null); then
   die "pyspark not found for '$python': install it, or set PYTHON=/path/to/venv/bin/python."
 fi
 [ -x "$spark_home/bin/spark-class" ] || die "$spark_home/bin/spark-class not found (is pyspark complete?)"
+
+# connect_ready PYTHON: PYTHON can run Spark Connect's client (pyspark's dependency check
+# passes). Run with a __file__: under 'python -c' or 'python -' pyspark takes itself for a
+# doctest run and exits 0 when a package is missing.
+connect_ready() {
+  "$1" - 2>/dev/null <<'EOF'
+import __main__
+
+__main__.__file__ = "connect-check"
+import pyspark.sql.connect  # noqa: E402,F401  (runs pyspark's dependency check)
+EOF
+}
+
+# The server's Python workers run in the server's directory: name the interpreter absolutely.
+pyspark_python=${PYSPARK_PYTHON:-$("$python" -c 'import sys; print(sys.executable)')}
+if [ $session = 1 ]; then
+  connect_hint="install flinkish's 'session' extra (pip install -e '.[session]') or pip install 'pyspark[connect]'"
+  if ! connect_ready "$python"; then
+    die "Spark Connect's client packages (grpcio, grpcio-status, googleapis-common-protos, pandas, pyarrow, zstandard) are missing for '$python': $connect_hint"
+  fi
+  if [ "$pyspark_python" != "$python" ] && ! connect_ready "$pyspark_python"; then
+    die "PYSPARK_PYTHON '$pyspark_python' cannot run Spark Connect's client (the server runs foreachBatch in it): $connect_hint, or unset PYSPARK_PYTHON"
+  fi
+  if [ -z "$slots" ] && [ $standalone = 0 ]; then
+    # N = max(taskmanager.numberOfTaskSlots, parallelism.default), read as flinkish reads its
+    # configuration when flinkish is importable, else from flat 'key: value' lines.
+    if ! slots=$(FLINKISH_CONF_DIR_ARG="$conf_dir" "$python" - 2>&1 <<'EOF'
+import os
+import re
+import sys
+from pathlib import Path
+
+conf_dir = os.environ.get("FLINKISH_CONF_DIR_ARG") or None
+try:
+    from flinkish_cli.config import load_configuration
+except ImportError:
+    values = {}
+    base = Path(os.environ.get("FLINK_CONF_DIR") or conf_dir or "conf")
+    key = re.compile(r"\s*(taskmanager\.numberOfTaskSlots|parallelism\.default)\s*:\s*(\d+)\s*(#.*)?$")
+    for name in ("flink-conf.yaml", "config.yaml"):  # config.yaml wins: read last
+        if (base / name).is_file():
+            for line in (base / name).read_text().splitlines():
+                match = key.match(line)
+                if match:
+                    values[match.group(1)] = int(match.group(2))
+    slots = values.get("taskmanager.numberOfTaskSlots", 1)
+    parallelism = values.get("parallelism.default", 1)
+else:
+    try:
+        config = load_configuration(conf_dir)
+    except Exception as error:  # flinkish's own one-line message
+        sys.exit(f"{error}")
+    slots = int(config.get("taskmanager.numberOfTaskSlots"))
+    parallelism = int(config.get("parallelism.default"))
+print(max(slots, parallelism, 1))
+EOF
+    ); then
+      die "could not read the configuration for the number of slots (pass --slots N): $slots"
+    fi
+  fi
+fi
 
 mkdir -p "$dir/logs" "$dir/work"
 dir=$(cd "$dir" && pwd)
@@ -76,14 +190,22 @@ dir=$(cd "$dir" && pwd)
 alive() {  # alive PIDFILE: the process named in PIDFILE runs
   [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
 }
-for role in master worker; do
+for role in master worker connect; do
   if alive "$dir/$role.pid"; then
-    die "a Spark $role started from $dir is already running (pid $(cat "$dir/$role.pid")); stop it with: FLINKISH_CLUSTER_DIR=$dir scripts/stop-cluster.sh"
+    die "a Spark $role started from $dir is already running (pid $(cat "$dir/$role.pid")); stop it with: scripts/stop-cluster.sh --dir $dir"
   fi
   rm -f "$dir/$role.pid"
 done
+rm -f "$dir/connect.url"
 
-for port in "$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port"; do
+ports=()
+if [ $standalone = 1 ]; then
+  ports+=("$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port")
+fi
+if [ $session = 1 ]; then
+  ports+=("$session_port" "$session_webui_port")
+fi
+for port in "${ports[@]}"; do
   [ "$port" = 0 ] && continue
   if ! "$python" -c '
 import socket, sys
@@ -113,6 +235,7 @@ export SPARK_WORKER_OPTS="${SPARK_WORKER_OPTS:-} -Dspark.port.maxRetries=0"
 launch() {
   local role=$1
   shift
+  # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
   setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/$role.pid" \
     "$spark_home/bin/spark-class" "$@" >"$dir/logs/$role.out" 2>&1 </dev/null &
   local waited=0
@@ -129,10 +252,10 @@ fail() {
   for role in "${started[@]}"; do
     if [ -f "$dir/logs/$role.out" ]; then
       echo "--- last lines of $dir/logs/$role.out:" >&2
-      tail -n 20 "$dir/logs/$role.out" >&2
+      grep -v $'^\tat \\|^\\s*\\.\\.\\. [0-9]* more' "$dir/logs/$role.out" | tail -n 20 >&2 || true
     fi
   done
-  FLINKISH_CLUSTER_DIR="$dir" "$(dirname "$0")/stop-cluster.sh" >/dev/null 2>&1 || true
+  "$(dirname "$0")/stop-cluster.sh" --dir "$dir" >/dev/null 2>&1 || true
   exit 1
 }
 
@@ -154,28 +277,117 @@ else:
 EOF
 }
 
-launch master org.apache.spark.deploy.master.Master \
-  --host 127.0.0.1 --port "$master_port" --webui-port "$master_webui_port"
-started+=(master)
 deadline=$((SECONDS + timeout))
-until [ "$(alive_workers)" != -1 ]; do
-  alive "$dir/master.pid" || fail "the Spark master exited during startup"
-  [ $SECONDS -lt $deadline ] || fail "the Spark master's web UI did not answer within ${timeout}s"
-  sleep 0.5
-done
+if [ $standalone = 1 ]; then
+  launch master org.apache.spark.deploy.master.Master \
+    --host 127.0.0.1 --port "$master_port" --webui-port "$master_webui_port"
+  started+=(master)
+  until [ "$(alive_workers)" != -1 ]; do
+    alive "$dir/master.pid" || fail "the Spark master exited during startup"
+    [ $SECONDS -lt $deadline ] || fail "the Spark master's web UI did not answer within ${timeout}s"
+    sleep 0.5
+  done
 
-launch worker org.apache.spark.deploy.worker.Worker "spark://127.0.0.1:$master_port" \
-  --host 127.0.0.1 --port "$worker_port" --webui-port "$worker_webui_port" \
-  --cores "$cores" --memory "$memory" --work-dir "$dir/work"
-started+=(worker)
-until [ "$(alive_workers)" -ge 1 ]; do
-  alive "$dir/master.pid" || fail "the Spark master exited"
-  alive "$dir/worker.pid" || fail "the Spark worker exited during startup"
-  [ $SECONDS -lt $deadline ] || fail "no ALIVE worker registered with the master within ${timeout}s"
-  sleep 0.5
-done
+  launch worker org.apache.spark.deploy.worker.Worker "spark://127.0.0.1:$master_port" \
+    --host 127.0.0.1 --port "$worker_port" --webui-port "$worker_webui_port" \
+    --cores "$cores" --memory "$memory" --work-dir "$dir/work"
+  started+=(worker)
+  until [ "$(alive_workers)" -ge 1 ]; do
+    alive "$dir/master.pid" || fail "the Spark master exited"
+    alive "$dir/worker.pid" || fail "the Spark worker exited during startup"
+    [ $SECONDS -lt $deadline ] || fail "no ALIVE worker registered with the master within ${timeout}s"
+    sleep 0.5
+  done
 
-echo "Spark master running: pid $(cat "$dir/master.pid"), web UI http://127.0.0.1:$master_webui_port"
-echo "Spark worker running: pid $(cat "$dir/worker.pid"), $cores cores, $memory, web UI http://127.0.0.1:$worker_webui_port"
-echo "Logs in $dir/logs; stop with: FLINKISH_CLUSTER_DIR=$dir scripts/stop-cluster.sh"
-echo "spark://127.0.0.1:$master_port"
+  echo "Spark master running: pid $(cat "$dir/master.pid"), web UI http://127.0.0.1:$master_webui_port"
+  echo "Spark worker running: pid $(cat "$dir/worker.pid"), $cores cores, $memory, web UI http://127.0.0.1:$worker_webui_port"
+fi
+
+if [ $session = 1 ]; then
+  if [ $standalone = 1 ]; then
+    session_master="spark://127.0.0.1:$master_port"
+    capacity="the worker's $cores cores"
+  else
+    session_master="local[$slots]"
+    capacity="$session_master"
+  fi
+  if [ "$session_webui_port" = 0 ]; then
+    ui_confs=(--conf spark.ui.enabled=false)
+  else
+    ui_confs=(--conf spark.ui.enabled=true --conf "spark.ui.port=$session_webui_port")
+  fi
+  # The server is an ordinary Spark driver: spark-submit of SparkConnectServer (what
+  # sbin/start-connect-server.sh runs), in the foreground of its own process group. Its
+  # Python workers (foreachBatch runs in one per query) use PYSPARK_PYTHON. The client-side
+  # switches must not reach the server (it would try to be a Connect client itself).
+  # spark.log.level=WARN: at INFO the server logs every session access and every
+  # micro-batch's progress of every job.
+  (
+    export SPARK_CONNECT_MODE=0 PYSPARK_PYTHON="$pyspark_python"
+    unset SPARK_REMOTE SPARK_CONNECT_MODE_ENABLED SPARK_LOCAL_REMOTE SPARK_API_MODE MASTER
+    launch connect org.apache.spark.deploy.SparkSubmit \
+      --class org.apache.spark.sql.connect.service.SparkConnectServer \
+      --name "flinkish session cluster" \
+      --master "$session_master" \
+      --conf spark.connect.grpc.binding.address=127.0.0.1 \
+      --conf "spark.connect.grpc.binding.port=$session_port" \
+      --conf spark.port.maxRetries=0 \
+      --conf spark.log.level=WARN \
+      "${ui_confs[@]}" \
+      ${session_confs[@]+"${session_confs[@]}"}
+  )
+  started+=(connect)
+  [ -s "$dir/connect.pid" ] || fail "the Spark Connect server did not start"
+  # Ready when a real Connect client gets an answer (the Spark version) from the port. The
+  # client's own retries are off (by default it retries for minutes), so each try fails at
+  # once while the server starts.
+  if ! FLINKISH_CONNECT_PID="$(cat "$dir/connect.pid")" "$python" - \
+    "sc://127.0.0.1:$session_port" "$((deadline - SECONDS))" <<'EOF'
+import __main__
+
+__main__.__file__ = "connect-probe"  # see connect_ready(): not a doctest run
+import os  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from pyspark.sql.connect.client import SparkConnectClient  # noqa: E402
+
+url, budget = sys.argv[1], float(sys.argv[2])
+pid = int(os.environ["FLINKISH_CONNECT_PID"])
+deadline = time.monotonic() + budget
+while True:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit("the Spark Connect server exited during startup")
+    client = SparkConnectClient(url)
+    client.set_retry_policies([])
+    try:
+        client._analyze(method="spark_version")
+        client.release_session()
+        sys.exit(0)
+    except Exception as error:  # UNAVAILABLE while the server starts
+        text = str(error).strip()
+        last = text.splitlines()[0] if text else type(error).__name__
+    finally:
+        client.close()
+    if time.monotonic() >= deadline:
+        sys.exit(f"no answer from {url} in time: {last}")
+    time.sleep(0.5)
+EOF
+  then
+    fail "the Spark Connect server did not become ready within ${timeout}s (see its log above)"
+  fi
+  echo "sc://127.0.0.1:$session_port" >"$dir/connect.url"
+  echo "Spark Connect server running: pid $(cat "$dir/connect.pid"), $capacity, Python workers $pyspark_python"
+  if [ "$session_webui_port" != 0 ]; then
+    echo "Spark Connect server web UI http://127.0.0.1:$session_webui_port"
+  fi
+fi
+
+echo "Logs in $dir/logs; stop with: scripts/stop-cluster.sh --dir $dir"
+if [ $session = 1 ]; then
+  echo "sc://127.0.0.1:$session_port"
+else
+  echo "spark://127.0.0.1:$master_port"
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Stop the Spark standalone cluster started by scripts/start-cluster.sh, like Flink's
-# bin/stop-cluster.sh: the worker (and the executors it runs), then the master.
+# Stop everything scripts/start-cluster.sh started from the same directory, like Flink's
+# bin/stop-cluster.sh: the Spark Connect server of a session cluster (and the Python workers
+# it runs), the standalone worker (and the executors it runs), then the master.
 #
 # Each daemon runs in a process group of its own whose id is the pid in its pid file; the
 # whole group gets SIGTERM, then SIGKILL if it is still there after the timeout. Safe to run
@@ -14,9 +15,15 @@ dir=${FLINKISH_CLUSTER_DIR:-/tmp/flinkish-cluster}
 timeout=${FLINKISH_STOP_TIMEOUT:-20}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --dir) dir=$2; shift 2 ;;
-    --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --dir | --timeout)
+      if [ $# -lt 2 ]; then
+        echo "ERROR: option '$1' needs a value (see --help)" >&2
+        exit 1
+      fi
+      if [ "$1" = --dir ]; then dir=$2; else timeout=$2; fi
+      shift 2
+      ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "ERROR: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -30,17 +37,25 @@ is_spark() {  # is_spark PID: PID is a Spark daemon (guards against a recycled p
   [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q 'org\.apache\.spark\.deploy\.'
 }
 
+name_of() {
+  case "$1" in
+    connect) echo "Spark Connect server" ;;
+    *) echo "Spark $1" ;;
+  esac
+}
+
 stopped=0
-for role in worker master; do
+for role in connect worker master; do
   pidfile="$dir/$role.pid"
   [ -f "$pidfile" ] || continue
+  name=$(name_of "$role")
   pid=$(cat "$pidfile")
   if ! [[ "$pid" =~ ^[0-9]+$ ]]; then
     rm -f "$pidfile"
     continue
   fi
   if kill -0 "$pid" 2>/dev/null && ! is_spark "$pid"; then
-    echo "pid $pid in $pidfile is not a Spark $role any more; not touching it"
+    echo "pid $pid in $pidfile is not a $name any more; not touching it"
     rm -f "$pidfile"
     continue
   fi
@@ -51,15 +66,16 @@ for role in worker master; do
       sleep 0.2
     done
     if group_alive "$pid"; then
-      echo "Spark $role (pid $pid) did not stop within ${timeout}s: killing it"
+      echo "$name (pid $pid) did not stop within ${timeout}s: killing it"
       kill -KILL -- "-$pid" 2>/dev/null || true
       while group_alive "$pid"; do
         sleep 0.1
       done
     fi
-    echo "Stopped the Spark $role (pid $pid)"
+    echo "Stopped the $name (pid $pid)"
     stopped=$((stopped + 1))
   fi
   rm -f "$pidfile"
 done
+rm -f "$dir/connect.url"
 [ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

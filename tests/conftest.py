@@ -11,4 +11,6 @@ pytest_plugins = [
     "tests.fixtures.flinkish_env",
     # spark_cluster: a real Spark standalone master and worker (scripts/start-cluster.sh)
     "tests.fixtures.spark_cluster",
+    # connect_server: a real session cluster, a Spark Connect server (start-cluster.sh --session)
+    "tests.fixtures.connect_server",
 ]

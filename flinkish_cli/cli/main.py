@@ -2,6 +2,9 @@
 
 Actions are imported lazily (see :class:`LazyGroup`) so that ``flinkish --help`` and commands
 that need no Spark start fast and never import pyspark.
+
+Exit statuses are Flink's: 0 on success, 1 on every error (usage errors included, an unknown
+action, no action at all), and 130 when interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -17,6 +21,10 @@ from flinkish_cli import __version__
 #: action name -> "module:attribute" of its click command, in the order ``--help`` lists them.
 ACTIONS: dict[str, tuple[str, str]] = {
     "run": ("flinkish_cli.cli.commands.run:run", "Submit a PySpark job, attached or detached."),
+    "run-application": (
+        "flinkish_cli.cli.commands.run:run_application",
+        "Flink 1.x's application mode: run with an application target.",
+    ),
     "info": ("flinkish_cli.cli.commands.info:info", "Show the plan of a job's queries."),
     "list": ("flinkish_cli.cli.commands.list_jobs:list_jobs", "List running and past jobs."),
     "cancel": ("flinkish_cli.cli.commands.cancel:cancel", "Cancel a running job at once."),
@@ -51,6 +59,21 @@ class LazyGroup(click.Group):
         module_name, attribute = ACTIONS[cmd_name][0].split(":")
         return getattr(importlib.import_module(module_name), attribute)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if self.get_command(ctx, name) is None and not name.startswith("-"):
+            from flinkish_cli.errors import UsageError
+
+            actions = ", ".join(f'"{a}"' for a in self.list_commands(ctx))
+            raise UsageError(
+                f'"{name}" is not a valid action.',
+                f"Valid actions are {actions}. Specify the version option (-v or --version) "
+                "to print flinkish's version, the help option (-h or --help) to get help.",
+            )
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, ACTIONS[name][1]) for name in self.list_commands(ctx)]
         if rows:
@@ -58,8 +81,65 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+def version_line() -> str:
+    """Flink's version line: ``Version: <v>, Commit ID: <abbreviated commit>``; without the
+    commit when flinkish does not run from a git checkout."""
+    commit = git_commit(Path(__file__).resolve().parents[2])
+    return f"Version: {__version__}" + (f", Commit ID: {commit[:7]}" if commit else "")
+
+
+def git_commit(root: Path) -> str | None:
+    """The commit checked out in ``root`` (read from ``.git``, without running git)."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            text = git.read_text().strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git = (root / text[len("gitdir:") :].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head if _is_sha(head) else None
+        ref = head[len("ref:") :].strip()
+        common = git
+        if (git / "commondir").is_file():
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        for base in (git, common):
+            if (base / ref).is_file():
+                sha = (base / ref).read_text().strip()
+                return sha if _is_sha(sha) else None
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[1] == ref and _is_sha(parts[0]):
+                    return parts[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(version_line())
+    ctx.exit(0)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="flinkish")
+@click.option(
+    "-v",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print flinkish's version (and git commit) and exit.",
+)
 def cli() -> None:
     """Run PySpark jobs the way Apache Flink's bin/flink runs Flink jobs.
 
@@ -70,15 +150,26 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script: run the CLI and map errors to exit statuses."""
+    from flinkish_cli.cli.options import VERBOSE
     from flinkish_cli.errors import FlinkishError
 
     args = sys.argv[1:] if argv is None else argv
-    verbose = any(a in ("-v", "--verbose") for a in args)
-    verbose = verbose or bool(os.environ.get("FLINKISH_VERBOSE"))
+    if not args:
+        click.echo(
+            cli.get_help(
+                click.Context(cli, info_name="flinkish", help_option_names=["-h", "--help"])
+            )
+        )
+        _print_error("Please specify an action.", None)
+        sys.exit(1)
+
+    def verbose() -> bool:
+        return VERBOSE["on"] or bool(os.environ.get("FLINKISH_VERBOSE"))
+
     try:
         cli.main(args=args, prog_name="flinkish", standalone_mode=False)
     except FlinkishError as error:
-        if verbose:
+        if verbose():
             import traceback
 
             traceback.print_exc()
@@ -88,23 +179,34 @@ def main(argv: list[str] | None = None) -> None:
         _print_error("Aborted.", None)
         sys.exit(130)
     except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code)
+        _print_error(error.format_message(), _usage_hint(error))
+        sys.exit(1)
     except click.exceptions.Exit as exit_:
         sys.exit(exit_.exit_code)
     except KeyboardInterrupt:
         _print_error("Interrupted.", None)
         sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(1)
+    except BrokenPipeError:  # the reader went away (`flinkish logs ... | head`)
+        from flinkish_cli.cli.output import discard_output
+
+        discard_output()
+        sys.exit(0)
     except Exception as error:  # a bug: say so, briefly unless verbose
-        if verbose:
+        if verbose():
             raise
         _print_error(
             f"Internal error: {type(error).__name__}: {error}",
             "This is a bug in flinkish; run again with --verbose for the traceback.",
         )
-        sys.exit(70)
+        sys.exit(1)
+
+
+def _usage_hint(error: click.ClickException) -> str | None:
+    """How to get help, for click's usage errors (unknown option, missing argument...)."""
+    ctx = getattr(error, "ctx", None)
+    if ctx is None:
+        return None
+    return f"Use the help option (-h or --help) to get help on the command: {ctx.command_path} -h"
 
 
 def _print_error(message: str, hint: str | None) -> None:

@@ -1,21 +1,130 @@
-"""Options shared by every action, as Flink's CLI has them: ``-D``, ``--conf-dir``, ``--verbose``.
+"""Options shared by every action, as Flink's CLI has them.
 
-:func:`common_options` adds them to a command; :func:`load_config` turns them, together
-with the command's own flags, into the effective :class:`~flinkish_cli.config.Configuration`.
+:func:`common_options` gives every action Flink's general options and flinkish's own:
+
+- ``-D key=value`` (repeatable), ``--conf-dir``, ``-v/--verbose`` (Flink accepts and ignores
+  ``-v``; in flinkish it shows Python tracebacks on errors);
+- ``-m/--jobmanager``, ``-t/--target``, ``-e/--executor`` (deprecated alias of ``-t``),
+  ``-z/--zookeeperNamespace`` and ``-yid/--yarnapplicationId``.
+
+The general options of the second group are not handed to the command function (so that a
+command written before them keeps its signature); :func:`general_options` reads them from
+the click context. Their meaning in flinkish:
+
+- ``-t`` / ``-e``: ``execution.target`` for every action (:func:`load_config` adds it); only
+  ``run`` acts on it, the registry actions find jobs in storage whatever the target.
+- ``-m``: for ``run``, the address handed to submission (a Spark master, or a session
+  cluster's ``host:port``); the registry actions accept and ignore it, as jobs are found
+  through ``execution.checkpointing.dir``, not through a JobManager.
+- ``-z``: accepted and ignored with a warning (flinkish has no ZooKeeper high availability).
+- ``-yid``: accepted and ignored with a warning on registry actions; ``run`` refuses it.
+
+:func:`load_config` turns these, ``-D`` and the command's own flags into the effective
+:class:`~flinkish_cli.config.Configuration`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Where the general options are kept in ``click.Context.meta``.
+META_KEY = "flinkish.general-options"
+
+#: Set by ``--verbose`` on any action (read by the entry point to show tracebacks).
+VERBOSE = {"on": False}
+
+
+@dataclass
+class GeneralOptions:
+    """Flink's general options as given on the command line (None: not given)."""
+
+    jobmanager: str | None = None
+    target: str | None = None
+    executor: str | None = None
+    zookeeper_namespace: str | None = None
+    yarn_application_id: str | None = None
+
+    @property
+    def execution_target(self) -> str | None:
+        """``-t``, else the deprecated ``-e`` (``-t`` wins when both are given, as in Flink)."""
+        return self.target or self.executor
+
+
+def general_options(ctx: click.Context | None = None) -> GeneralOptions:
+    """The general options of the command being run (all None outside a click command)."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None:
+        return GeneralOptions()
+    return ctx.meta.setdefault(META_KEY, GeneralOptions())
+
+
+def _store(attribute: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        options = ctx.meta.setdefault(META_KEY, GeneralOptions())
+        if value is not None:
+            setattr(options, attribute, value)
+        return value
+
+    return callback
+
+
+def _verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        VERBOSE["on"] = True
+    return value
+
 
 def common_options(func: F) -> F:
-    """Add ``-D key=value``, ``--conf-dir`` and ``--verbose`` to a command."""
+    """Add Flink's general options and ``-D``, ``--conf-dir``, ``--verbose`` to a command.
+
+    The command function receives ``dynamic``, ``conf_dir`` and ``verbose``; the others are
+    read with :func:`general_options`.
+    """
+    general = [
+        (
+            ("-m", "--jobmanager"),
+            "jobmanager",
+            "<host:port>",
+            "For run: a Spark master or a session cluster's host:port. Other actions accept "
+            "and ignore it (jobs are found in storage).",
+        ),
+        (
+            ("-t", "--target"),
+            "target",
+            "<arg>",
+            "Deployment target (execution.target): local, remote, yarn-session, "
+            "yarn-application, kubernetes-session or kubernetes-application.",
+        ),
+        (("-e", "--executor"), "executor", "<arg>", "Deprecated: use -t."),
+        (
+            ("-z", "--zookeeperNamespace"),
+            "zookeeper_namespace",
+            "<zookeeperNamespace>",
+            "Accepted and ignored: flinkish has no ZooKeeper high availability.",
+        ),
+        (
+            ("-yid", "--yarnapplicationId"),
+            "yarn_application_id",
+            "<arg>",
+            "Accepted and ignored by the job actions; run refuses it.",
+        ),
+    ]
+    for flags, attribute, metavar, text in reversed(general):
+        func = click.option(
+            *flags,
+            attribute,
+            metavar=metavar,
+            expose_value=False,
+            callback=_store(attribute),
+            hidden=attribute in ("executor", "yarn_application_id"),
+            help=text,
+        )(func)
     func = click.option(
         "-D",
         "dynamic",
@@ -31,7 +140,12 @@ def common_options(func: F) -> F:
         "(FLINK_CONF_DIR wins; default ./conf).",
     )(func)
     func = click.option(
-        "-v", "--verbose", is_flag=True, default=False, help="Show Python tracebacks on errors."
+        "-v",
+        "--verbose",
+        is_flag=True,
+        default=False,
+        callback=_verbose,
+        help="Show Python tracebacks on errors.",
     )(func)
     return func
 
@@ -53,11 +167,47 @@ def load_config(
     conf_dir: str | None, dynamic: tuple[str, ...], flags: Mapping[str, str] | None = None
 ) -> Any:
     """Read the effective configuration (file, then ``-D``, then command flags); its
-    warnings (deprecated or not-applicable keys) go to standard error."""
+    warnings (deprecated or not-applicable keys, ignored general options) go to standard
+    error. ``-t``/``-e`` of the running command set ``execution.target``."""
     from flinkish_cli.cli.output import warn
     from flinkish_cli.config import load_configuration
 
-    config = load_configuration(conf_dir=conf_dir, dynamic=dynamic, flags=dict(flags or {}))
+    general = general_options()
+    merged = dict(flags or {})
+    if general.execution_target and "execution.target" not in merged:
+        merged["execution.target"] = general.execution_target
+    config = load_configuration(conf_dir=conf_dir, dynamic=dynamic, flags=merged)
     for message in config.warnings:
         warn(message)
+    for message in ignored_general_options(general):
+        warn(message)
+    _sweep_dead_runs(config)
     return config
+
+
+def _sweep_dead_runs(config: Any) -> None:
+    """Every command sweeps the run directories of jobs whose supervisor was killed: their
+    private Spark properties file (secrets included) must not outlive the job."""
+    import contextlib
+    from pathlib import Path
+
+    from flinkish_cli.submission.launcher import sweep_run_dirs
+
+    with contextlib.suppress(Exception):  # housekeeping never fails a command
+        sweep_run_dirs(Path(str(config.get("env.log.dir"))).expanduser())
+
+
+def ignored_general_options(general: GeneralOptions, action: str | None = None) -> list[str]:
+    """Warnings for general options that flinkish accepts and ignores."""
+    messages = []
+    if general.zookeeper_namespace is not None:
+        messages.append(
+            "-z/--zookeeperNamespace is ignored: flinkish has no ZooKeeper high availability "
+            "(jobs are found through execution.checkpointing.dir)."
+        )
+    if general.yarn_application_id is not None and action != "run":
+        messages.append(
+            "-yid/--yarnapplicationId is ignored: jobs are found by JobID through "
+            "execution.checkpointing.dir, whatever YARN application runs them."
+        )
+    return messages

@@ -7,6 +7,10 @@ here; they decide the presentation:
 - On a terminal (and without ``NO_COLOR``), tables are rich tables with colour.
 - Otherwise output is plain, stable text that scripts may parse.
 
+A reader that goes away (``flinkish list | head -1``) does not interrupt the command: as with
+Flink's client, the rest of the output is dropped and the command carries on to its end, so
+its exit status is the action's, never a broken pipe's.
+
 rich is imported only when something is rendered on a terminal, to keep start-up fast.
 """
 
@@ -45,8 +49,26 @@ def console(stderr: bool = False) -> Any:
 def echo(line: str = "", err: bool = False) -> None:
     """Print one plain line (to standard error with ``err``), flushing so pipes see it at once."""
     stream = sys.stderr if err else sys.stdout
-    stream.write(line + "\n")
-    stream.flush()
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        discard_output(stream)
+
+
+def discard_output(stream: IO[str] | None = None) -> None:
+    """The reader of ``stream`` (standard output by default) is gone: send the rest of it,
+    and whatever is still buffered, to /dev/null."""
+    stream = stream or sys.stdout
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, ValueError, OSError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
 
 
 def print_json(document: Any) -> None:

@@ -17,16 +17,21 @@ Public API (other packages rely on exactly this)::
 
     load_configuration(conf_dir=None, dynamic=(), flags=None) -> Configuration
     Configuration.get(key), .entries(), .warnings, .to_flat(), Configuration.from_flat(),
-        .with_overrides(flags), .conf_dir, .source_file
+        .with_overrides(flags), .conf_dir, .source_file, .is_hidden(key), .is_referenced(key)
     ConfigEntry                      one key for display (value, text, source, status, spark)
     to_spark(config) -> SparkTranslation(conf, secret_keys, master, approximate)
     is_secret(key), redact(key, value)
 
+Values may refer to environment variables and files (``${env:NAME}``, ``${file:PATH}``),
+resolved when loading; such values, like secrets, are never shown (see :mod:`.references`).
+
 Modules: :mod:`.units` (value syntax), :mod:`.valuetypes` (typed values and range checks),
 :mod:`.options` (the registry), :mod:`.mappings` (Spark translations), :mod:`.model`
-(resolution and validation), :mod:`.loader` (files, ``-D``, flags), :mod:`.translate`
-(:func:`to_spark`), :mod:`.secrets`, :mod:`.reference` (docs/configuration.md).
-Nothing here imports pyspark.
+(resolution and validation), :mod:`.loader` (files, ``-D``, flags), :mod:`.yamlnodes`
+(bounded YAML reading), :mod:`.references` (``${env:...}``, ``${file:...}``),
+:mod:`.notices` (warnings, each once), :mod:`.translate` (:func:`to_spark`),
+:mod:`.secrets` (the secret rule and ``spark.redaction.regex``), :mod:`.reference`
+(docs/configuration.md). Nothing here imports pyspark.
 """
 
 from __future__ import annotations

@@ -14,21 +14,41 @@ defaults apply). In the directory:
 
 When both exist, ``config.yaml`` wins (as in Flink 2) and a warning says so. Every value
 keeps its line number for messages.
+
+Damaged or hostile files give one :class:`~flinkish_cli.errors.ConfigError` naming the file
+(and line where there is one), never an internal error or a hang: a file that is a directory,
+a dangling symbolic link, not a regular file or unreadable; a file larger than
+:data:`MAX_FILE_BYTES`; bytes that are not UTF-8; YAML that nests too deep, expands its
+aliases too far or refers to itself (see :mod:`.yamlnodes`); a document that is not a
+mapping; a list or mapping inside a list; one key set twice to different values.
+
+Values may refer to environment variables and files (``${env:NAME}``, ``${file:/path}``, see
+:mod:`.references`); they are resolved here, and a secret given with ``-D`` as plain text
+gets a warning (it is visible in the process list).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
 
+from flinkish_cli.config import options as opts
+from flinkish_cli.config import yamlnodes as yn
 from flinkish_cli.config.model import FLAG_NAMES, Configuration, Setting, Source, display_path
+from flinkish_cli.config.notices import WarningLog, shown_value
+from flinkish_cli.config.references import Resolver
+from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.config.valuetypes import Nested
 from flinkish_cli.errors import ConfigError
 
 __all__ = [
     "LEGACY_FILE",
+    "MAX_FILE_BYTES",
     "YAML_FILE",
     "dynamic_settings",
     "flag_settings",
@@ -40,6 +60,8 @@ __all__ = [
 
 YAML_FILE = "config.yaml"
 LEGACY_FILE = "flink-conf.yaml"
+#: A configuration file larger than this is refused (Flink's own is a few kilobytes).
+MAX_FILE_BYTES = 1 << 20
 _NULLS = ("", "~", "null", "Null", "NULL")
 
 
@@ -68,24 +90,69 @@ def resolve_conf_dir(conf_dir: str | os.PathLike[str] | None) -> Path | None:
     return path.resolve()
 
 
-def _read_text(path: Path) -> str:
+def _present(path: Path) -> bool:
+    """Whether ``path`` is a configuration file to read; a ConfigError when it is there but
+    cannot be one (a directory, a dangling link, a device, a pipe)."""
+    shown = display_path(path)
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if not os.path.islink(path):
+            return False
         raise ConfigError(
-            f"{display_path(path)}: not UTF-8 text (byte {error.start}).",
-            "Save the configuration file as UTF-8.",
+            f"{shown} is a symbolic link to {os.readlink(path)}, which does not exist.",
+            f"Point the link at the configuration file, or remove {shown}.",
         ) from None
     except OSError as error:
-        raise ConfigError(f"{display_path(path)}: cannot be read: {error.strerror}.") from None
+        raise ConfigError(
+            f"{shown} cannot be read: {error.strerror}.",
+            f"Fix or remove {shown}.",
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigError(
+            f"{shown} is a directory, not a configuration file.",
+            f"Remove the directory or replace it with the {path.name} file.",
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(
+            f"{shown} is not a regular file.",
+            f"Replace it with the {path.name} file.",
+        )
+    return True
 
 
-def read_legacy(path: Path) -> tuple[list[Setting], list[str]]:
+def _read_text(path: Path) -> str:
+    shown = display_path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(
+            f"{shown} cannot be read: {error.strerror}.",
+            "Make the file readable by the user running flinkish (e.g. chmod u+r).",
+        ) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"{shown} is larger than {MAX_FILE_BYTES // (1 << 20)} MiB; a configuration file "
+            "holds a few hundred keys.",
+            "Check that FLINK_CONF_DIR or --conf-dir names the right directory.",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ConfigError(
+            f"{shown}:{line}: not UTF-8 text (byte {error.start}).",
+            "Save the configuration file as UTF-8.",
+        ) from None
+
+
+def read_legacy(path: Path) -> tuple[list[Setting], WarningLog]:
     """Settings of a legacy ``flink-conf.yaml``, and warnings for the lines Flink skips."""
     shown = display_path(path)
     settings: list[Setting] = []
-    warnings: list[str] = []
-    seen: dict[str, int] = {}
+    warnings = WarningLog()
+    lines: dict[str, list[int]] = {}
     for number, line in enumerate(_read_text(path).splitlines(), start=1):
         before, comment, _ = line.partition("#")
         conf = before.strip()
@@ -94,24 +161,42 @@ def read_legacy(path: Path) -> tuple[list[Setting], list[str]]:
         cut = bool(comment) and not before[-1].isspace() and ": " in conf
         parts = conf.split(": ", 1)
         if len(parts) == 1 or not parts[0].strip() or not parts[1].strip():
-            warnings.append(
-                f"{shown}:{number}: not a 'key: value' line (a key, ': ' and a value); "
-                "ignored, as Flink ignores it."
+            warnings.add(
+                "not a 'key: value' line (a key, ': ' and a value); ignored, as Flink ignores it.",
+                f"{shown}:{number}",
             )
             continue
         key, value = parts[0].strip(), parts[1].strip()
-        if key in seen:
-            warnings.append(
-                f"{shown}:{number}: {key} is also set on line {seen[key]}; line {number} wins."
+        if not key.isprintable():
+            raise ConfigError(
+                f"{shown}:{number}: a key holds control characters ('{shown_value(key)}').",
+                "Write one 'key: value' per line with a plain key.",
             )
-        seen[key] = number
+        lines.setdefault(key, []).append(number)
         if cut:
-            warnings.append(
-                f"{shown}:{number}: {key} ends at '#', which starts a comment in "
-                f"{LEGACY_FILE}; write the value in {YAML_FILE} (quoted) to keep a '#'."
+            warnings.add(
+                f"{key} ends at '#', which starts a comment in {LEGACY_FILE}; write the "
+                f"value in {YAML_FILE} (quoted) to keep a '#'.",
+                f"{shown}:{number}",
             )
         settings.append(Setting(key, value, Source("file", shown, number)))
+    for key, numbers in lines.items():
+        if len(numbers) > 1:
+            earlier = _numbers(numbers[:-1])
+            warnings.add(
+                f"{key} is also set on {earlier}; line {numbers[-1]} wins.",
+                f"{shown}:{numbers[-1]}",
+            )
     return settings, warnings
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``line 3``, ``lines 3 and 4``, ``lines 1, 2, 3 and 9,996 more``."""
+    if len(numbers) == 1:
+        return f"line {numbers[0]}"
+    if len(numbers) <= 4:
+        return "lines " + ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
+    return "lines " + ", ".join(map(str, numbers[:3])) + f" and {len(numbers) - 3:,} more"
 
 
 def _yaml_error(shown: str, error: yaml.YAMLError) -> ConfigError:
@@ -126,66 +211,136 @@ def _yaml_error(shown: str, error: yaml.YAMLError) -> ConfigError:
     )
 
 
-def read_yaml(path: Path) -> tuple[list[Setting], list[str]]:
+def read_yaml(path: Path) -> tuple[list[Setting], WarningLog]:
     """Settings of a standard-YAML ``config.yaml`` (nested keys joined with dots)."""
     shown = display_path(path)
+    text = _read_text(path)
     try:
-        root = yaml.compose(_read_text(path), Loader=yaml.SafeLoader)
+        root = yn.compose(text)
     except yaml.YAMLError as error:
         raise _yaml_error(shown, error) from None
-    settings: list[Setting] = []
-    warnings: list[str] = []
-    if root is None:
-        return settings, warnings
-    if not isinstance(root, yaml.MappingNode):
-        line = root.start_mark.line + 1
+    except yn.YamlLimit as limit:
+        raise ConfigError(f"{shown}:{limit.line}: {limit.problem}.", limit.hint) from None
+    except RecursionError:  # the pure-Python parser on a pathological file
         raise ConfigError(
-            f"{shown}:{line}: expected configuration keys and values (a YAML mapping).",
+            f"{shown}: nests values too deeply to read.",
+            "Flatten the structure: write keys with dots.",
+        ) from None
+    reader = _YamlReader(shown)
+    if root is None:
+        return reader.settings, reader.warnings
+    if not isinstance(root, yn.Mapping):
+        kind = "a list" if isinstance(root, yn.Sequence) else "a single value"
+        raise ConfigError(
+            f"{shown}:{root.line}: expected configuration keys and values (a YAML mapping), "
+            f"found {kind}.",
             "Write one 'key: value' per line, or nested maps.",
         )
-    _walk(root, "", shown, settings, warnings, {})
-    return settings, warnings
+    reader.walk(root, ())
+    return reader.settings, reader.warnings
 
 
-def _walk(
-    node: yaml.MappingNode,
-    prefix: str,
-    shown: str,
-    settings: list[Setting],
-    warnings: list[str],
-    lines: dict[str, int],
-) -> None:
-    for key_node, value_node in node.value:
-        line = key_node.start_mark.line + 1
-        if not isinstance(key_node, yaml.ScalarNode) or not str(key_node.value).strip():
-            raise ConfigError(
-                f"{shown}:{line}: a key must be plain text.",
-                "Write keys like 'parallelism.default' or nested maps of plain names.",
-            )
-        key = f"{prefix}.{key_node.value.strip()}" if prefix else key_node.value.strip()
-        if isinstance(value_node, yaml.MappingNode):
-            _walk(value_node, key, shown, settings, warnings, lines)
-            continue
-        if key in lines:
-            raise ConfigError(
-                f"{shown}:{line}: {key} is set twice (also on line {lines[key]}).",
-                "Keep one of them.",
-            )
-        lines[key] = line
-        source = Source("file", shown, line)
-        if isinstance(value_node, yaml.SequenceNode):
-            items = tuple(_item_text(item) for item in value_node.value)
-            settings.append(Setting(key, items, source))
-        elif value_node.style is None and value_node.value in _NULLS:
-            warnings.append(f"{shown}:{line}: {key} has no value; ignored.")
+class _YamlReader:
+    """Flattens a ``config.yaml`` mapping into settings (keys joined with dots)."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.settings: list[Setting] = []
+        self.warnings = WarningLog()
+        self.first: dict[str, tuple[int, tuple[str, ...], object]] = {}
+
+    def walk(self, node: yn.Mapping, path: tuple[str, ...]) -> None:
+        for key_node, value_node in node.pairs:
+            line = key_node.line
+            if not isinstance(key_node, yn.Scalar) or not key_node.value.strip():
+                raise ConfigError(
+                    f"{self.shown}:{line}: a key must be plain text.",
+                    "Write keys like 'parallelism.default' or nested maps of plain names.",
+                )
+            name = key_node.value.strip()
+            if not name.isprintable():
+                raise ConfigError(
+                    f"{self.shown}:{line}: a key holds control characters ('{shown_value(name)}').",
+                    "Write keys like 'parallelism.default' or nested maps of plain names.",
+                )
+            if name == "<<":
+                raise ConfigError(
+                    f"{self.shown}:{line}: YAML merge keys ('<<') are not supported in "
+                    "configuration files.",
+                    "Write the keys out (an alias such as '*name' may stand for one value).",
+                )
+            here = (*path, name)
+            if isinstance(value_node, yn.Mapping):
+                self.walk(value_node, here)
+            else:
+                self.value(".".join(here), here, value_node, line)
+
+    def value(self, key: str, path: tuple[str, ...], node: yn.Node, line: int) -> None:
+        source = Source("file", self.shown, line)
+        if isinstance(node, yn.Sequence):
+            raw: object = tuple(_item(item) for item in node.items)
         else:
-            settings.append(Setting(key, str(value_node.value), source))
+            assert isinstance(node, yn.Scalar)
+            raw = None if node.plain and node.value in _NULLS else node.value
+        if key in self.first:
+            self.twice(key, path, raw, line)
+            return
+        self.first[key] = (line, path, raw)
+        if raw is None:
+            self.warnings.add(f"{key} has no value; ignored.", f"{self.shown}:{line}")
+            return
+        self.settings.append(Setting(key, raw, source))  # type: ignore[arg-type]
+
+    def twice(self, key: str, path: tuple[str, ...], raw: object, line: int) -> None:
+        first_line, first_path, first_raw = self.first[key]
+        there = f"line {first_line}" + (
+            "" if first_path == path else f" (as '{_written(first_path)}')"
+        )
+        if raw == first_raw:
+            self.warnings.add(
+                f"{key} is set twice to the same value, here and on {there}; keep one.",
+                f"{self.shown}:{line}",
+            )
+            return
+        if is_secret(key):
+            detail = f"here and on {there}"
+        else:
+            detail = (
+                f"'{shown_value(_text(raw))}' here and '{shown_value(_text(first_raw))}' on {there}"
+            )
+        raise ConfigError(
+            f"{self.shown}:{line}: {key} is set twice to different values: {detail}.",
+            "Keep one of them.",
+        )
 
 
-def _item_text(node: yaml.Node) -> str:
-    if isinstance(node, yaml.ScalarNode):
-        return str(node.value)
-    return yaml.serialize(node, default_flow_style=True).strip()
+def _item(node: yn.Node) -> str:
+    if isinstance(node, yn.Scalar):
+        return node.value
+    return Nested(_flow(node), kind="a list" if isinstance(node, yn.Sequence) else "a map")
+
+
+def _written(path: tuple[str, ...]) -> str:
+    """How a key was written: ``parallelism.default:`` or ``parallelism: default:``."""
+    return ": ".join(path) + ":"
+
+
+def _text(raw: object) -> str:
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    return ",".join(str(item) for item in raw)  # type: ignore[attr-defined]
+
+
+def _flow(node: yn.Node) -> str:
+    """A nested list item as flow-style YAML text (its size is bounded by the composer)."""
+    if isinstance(node, yn.Scalar):
+        return node.value
+    if isinstance(node, yn.Sequence):
+        return "[" + ", ".join(_flow(item) for item in node.items) + "]"
+    assert isinstance(node, yn.Mapping)
+    return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in node.pairs) + "}"
 
 
 def dynamic_settings(dynamic: Sequence[str]) -> list[Setting]:
@@ -194,10 +349,19 @@ def dynamic_settings(dynamic: Sequence[str]) -> list[Setting]:
     for item in dynamic:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            shown = item if not sep else "=..."
+            shown = shown_value(item) if not sep else "=..."
+            head = re.split(r"[:\s]", item.strip(), maxsplit=1)[0]
+            if not sep and (is_secret(item) or _secret_key(head)):
+                head = shown_value(head)
+                shown = f"{head} {REDACTED}" if head != item.strip() else head
             raise ConfigError(
                 f"-D {shown}: expected -D key=value.",
                 "Write -D followed by a key, '=' and the value, e.g. -D parallelism.default=4.",
+            )
+        if not key.strip().isprintable():
+            raise ConfigError(
+                f"-D {shown_value(key)}: a key holds control characters.",
+                "Write -D key=value with a plain key, e.g. -D parallelism.default=4.",
             )
         settings.append(Setting(key.strip(), value, Source("dynamic")))
     return settings
@@ -211,6 +375,101 @@ def flag_settings(flags: Mapping[str, str] | None) -> list[Setting]:
     ]
 
 
+def _secret_key(key: str) -> bool:
+    if is_secret(key):
+        return True
+    try:
+        info = opts.classify(key)
+    except opts.UnknownKey:
+        return False
+    return info.option is not None and info.option.secret
+
+
+_S3_KEYS = ("s3.access-key", "s3.secret-key")
+
+
+def _dynamic_secret_warnings(settings: Sequence[Setting], warnings: WarningLog) -> None:
+    """A secret given with -D as plain text is in the process list: say how to avoid it."""
+    for setting in settings:
+        if setting.source.reference is not None or not _secret_key(setting.key):
+            continue
+        key = setting.key
+        if not str(setting.value).strip():
+            warnings.add(
+                f'{key} is empty. A reference in double quotes ("{key}=${{env:NAME}}") is '
+                "replaced by the shell: put it in single quotes.",
+                "-D",
+            )
+            continue
+        canonical = opts.classify(key).canonical if _known(key) else key
+        aws = ""
+        if canonical in _S3_KEYS:
+            aws = (
+                "; or leave s3.access-key and s3.secret-key unset to use AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the environment"
+            )
+        warnings.add(
+            f"{key} is a secret given on the command line, where other users can read it in "
+            f"the process list (ps) while flinkish runs. Pass it by reference instead: "
+            f"-D '{key}=${{env:NAME}}' or -D '{key}=${{file:/path/to/file}}' (single quotes), "
+            f"or set it in {YAML_FILE}{aws}.",
+            "-D",
+        )
+
+
+def _wants_references(key: str) -> bool:
+    """References are resolved for keys flinkish uses: not for unknown keys (they fail on
+    their name) nor for keys it ignores."""
+    try:
+        return opts.classify(key).status != opts.NOT_APPLICABLE
+    except opts.UnknownKey:
+        return False
+
+
+def _known(key: str) -> bool:
+    try:
+        opts.classify(key)
+    except opts.UnknownKey:
+        return False
+    return True
+
+
+def _resolve_references(settings: list[Setting], resolver: Resolver, base: Path) -> list[Setting]:
+    resolved = []
+    for setting in settings:
+        values = [setting.value] if isinstance(setting.value, str) else list(setting.value)
+        if not any("${" in value for value in values) or not _wants_references(setting.key):
+            resolved.append(setting)
+            continue
+        where = str(setting.source)
+        references: list[str] = []
+        if isinstance(setting.value, str):
+            value, reference = resolver.resolve(setting.value, setting.key, where, base)
+            if reference:
+                references.append(reference)
+            new_value: object = value
+        else:
+            items = []
+            for item in setting.value:
+                if isinstance(item, Nested):
+                    items.append(item)
+                    continue
+                text, reference = resolver.resolve(item, setting.key, where, base)
+                if reference:
+                    references.append(reference)
+                items.append(text)
+            new_value = tuple(items)
+        if references or new_value != setting.value:
+            source = setting.source
+            if references:
+                source = Source(
+                    source.kind, source.file, source.line, source.flag, " ".join(references)
+                )
+            setting = Setting(setting.key, new_value, source)  # type: ignore[arg-type]
+        resolved.append(setting)
+    return resolved
+
+
 def load_configuration(
     conf_dir: str | os.PathLike[str] | None = None,
     dynamic: Sequence[str] = (),
@@ -219,22 +478,28 @@ def load_configuration(
     """The effective configuration: defaults < file < ``-D`` < flags (see the package doc)."""
     directory = resolve_conf_dir(conf_dir)
     settings: list[Setting] = []
-    warnings: list[str] = []
+    warnings = WarningLog()
     source_file: Path | None = None
+    resolver = Resolver()
     if directory is not None:
         yaml_file, legacy_file = directory / YAML_FILE, directory / LEGACY_FILE
-        if yaml_file.is_file():
+        if _present(yaml_file):
             source_file = yaml_file
             settings, warnings = read_yaml(yaml_file)
             if legacy_file.is_file():
-                warnings.insert(
-                    0,
+                both = WarningLog()
+                both.add(
                     f"{display_path(directory)} holds both {YAML_FILE} and {LEGACY_FILE}; "
-                    f"{LEGACY_FILE} is ignored (as Flink 2 does).",
+                    f"{LEGACY_FILE} is ignored (as Flink 2 does)."
                 )
-        elif legacy_file.is_file():
+                both.extend(warnings)
+                warnings = both
+        elif _present(legacy_file):
             source_file = legacy_file
             settings, warnings = read_legacy(legacy_file)
-    settings += dynamic_settings(dynamic)
+        settings = _resolve_references(settings, resolver, directory)
+    dynamic_list = _resolve_references(dynamic_settings(dynamic), resolver, Path.cwd())
+    _dynamic_secret_warnings(dynamic_list, warnings)
+    settings += dynamic_list
     settings += flag_settings(flags)
     return Configuration(settings, conf_dir=directory, source_file=source_file, warnings=warnings)

@@ -219,6 +219,17 @@ def java_opts(roles: tuple[str, ...]) -> SparkMap:
     return mapping
 
 
+def s3_session_token(value: Any, config: Lookup) -> dict[str, str]:
+    """Temporary credentials (an STS session token with its access and secret key): S3A needs
+    its temporary-credentials provider to use the token."""
+    return {
+        "spark.hadoop.fs.s3a.session.token": str(value),
+        "spark.hadoop.fs.s3a.aws.credentials.provider": (
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        ),
+    }
+
+
 def prometheus(value: Any, config: Lookup) -> dict[str, str]:
     return dict(PROMETHEUS_SETTINGS)
 

@@ -6,12 +6,18 @@ their :class:`Source`) in precedence order. Resolving them:
 1. classifies every key (:func:`~flinkish_cli.config.options.classify`): deprecated names map
    to the current key with a warning, keys without meaning on Spark warn, unknown keys fail;
 2. picks one setting per key: a later layer wins (default < file < ``-D`` < flags); within a
-   layer the current name wins over a deprecated alias, and a later line over an earlier one;
-3. parses and range-checks each winning value, then checks the rules between keys.
+   layer a later line wins over an earlier one of the same key; two names of one key (a
+   deprecated alias and the current name, ``s3.access.key`` and ``s3.access-key``) in one
+   layer must agree: the same value is a warning (the current name wins), different values
+   are an error naming both and where they were set;
+3. parses and range-checks each winning value, then checks the rules between keys and that
+   no two keys translate to different values of one Spark setting.
 
 Any problem raises one :class:`~flinkish_cli.errors.ConfigError` naming where the value came
-from (``file:line``, ``-D`` or the flag), the key, the value (redacted when secret) and the
-expected form.
+from (``file:line``, ``-D`` or the flag), the key, the value and the expected form. A value is
+never shown when its key is secret or when it came from a ``${env:...}``/``${file:...}``
+reference (see :mod:`.references`): it shows as ``******``. Warnings are collected by a
+:class:`~flinkish_cli.config.notices.WarningLog` (linear time, each text once).
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from flinkish_cli.config import options as opts
-from flinkish_cli.config.secrets import REDACTED, is_secret, redact
+from flinkish_cli.config.notices import WarningLog, shown_value
+from flinkish_cli.config.secrets import REDACTED, is_secret
 from flinkish_cli.config.units import ValueProblem
-from flinkish_cli.config.valuetypes import Enum, List, Raw, raw_text
+from flinkish_cli.config.valuetypes import Enum, List, Raw, nested_item, raw_text
 from flinkish_cli.errors import ConfigError
 
 __all__ = ["FLAG_NAMES", "SOURCE_KINDS", "ConfigEntry", "Configuration", "Setting", "Source"]
@@ -64,16 +71,18 @@ class Source:
     file: str | None = None
     line: int | None = None
     flag: str | None = None
+    reference: str | None = None  # the ${env:...}/${file:...} the value was read from
 
     def __str__(self) -> str:
+        via = f" via {self.reference}" if self.reference else ""
         if self.kind == "file":
             if self.file is None:
-                return "configuration"
-            return f"{self.file}:{self.line}" if self.line else self.file
+                return "configuration" + via
+            return (f"{self.file}:{self.line}" if self.line else self.file) + via
         if self.kind == "dynamic":
-            return "-D"
+            return "-D" + via
         if self.kind == "flag":
-            return f"flag {self.flag}" if self.flag else "flag"
+            return (f"flag {self.flag}" if self.flag else "flag") + via
         return "default"
 
 
@@ -88,6 +97,11 @@ class Setting:
     value: Raw
     source: Source
 
+    def __repr__(self) -> str:
+        hidden = is_secret(self.key) or self.source.reference is not None
+        value = REDACTED if hidden else repr(self.value)
+        return f"Setting({self.key!r}, {value}, {self.source})"
+
 
 @dataclass(frozen=True)
 class ConfigEntry:
@@ -101,6 +115,10 @@ class ConfigEntry:
     spark: dict[str, str]
     description: str
     secret: bool
+
+    def __repr__(self) -> str:
+        value = REDACTED if self.secret else repr(self.value)
+        return f"ConfigEntry({self.key!r}, value={value}, text={self.text!r}, source={self.source})"
 
 
 @dataclass(frozen=True)
@@ -162,6 +180,28 @@ def _separator(option: opts.Option | None) -> str:
     return ","
 
 
+def _secret_option(info: opts.KeyInfo, key: str) -> bool:
+    """Whether ``key`` (resolving to ``info``) is secret by its name."""
+    return (
+        is_secret(key)
+        or is_secret(info.canonical)
+        or (info.option is not None and info.option.secret)
+    )
+
+
+def _same_value(a: Raw, b: Raw, option: opts.Option | None) -> bool:
+    """Whether two values of one key mean the same (as written, or once parsed)."""
+    separator = _separator(option)
+    if raw_text(a, separator).strip() == raw_text(b, separator).strip():
+        return True
+    if option is None:
+        return False
+    try:
+        return bool(option.type.parse(a) == option.type.parse(b))
+    except ValueProblem:
+        return False
+
+
 class Configuration:
     """The effective Flink configuration (see the module docstring)."""
 
@@ -171,23 +211,28 @@ class Configuration:
         *,
         conf_dir: Path | None = None,
         source_file: Path | None = None,
-        warnings: Sequence[str] = (),
+        warnings: Sequence[str] | WarningLog = (),
     ) -> None:
         self._settings: tuple[Setting, ...] = tuple(settings)
-        self._load_warnings: tuple[str, ...] = tuple(warnings)
+        loaded = WarningLog()
+        if isinstance(warnings, WarningLog):
+            loaded.extend(warnings)
+        else:
+            for warning in warnings:
+                loaded.add(warning)
+        self._load_warnings = loaded
         self.conf_dir = conf_dir
         self.source_file = source_file
-        self.warnings: list[str] = []
-        for warning in warnings:
-            self._warn(warning)
+        self._log = WarningLog()
+        self._log.extend(loaded)
         self._resolved: dict[str, _Resolved] = {}
         self._resolve()
+        self.warnings: list[str] = self._log.messages()
 
     # -- building ------------------------------------------------------------------------
 
-    def _warn(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
+    def _warn(self, message: str, where: object = None) -> None:
+        self._log.add(message, where)
 
     def _resolve(self) -> None:
         winners: dict[str, _Resolved] = {}
@@ -195,30 +240,71 @@ class Configuration:
             info = self._classify(setting)
             if info.deprecated:
                 self._warn(
-                    f"{setting.source}: {setting.key} is deprecated; use {info.canonical} instead."
+                    f"{setting.key} is deprecated; use {info.canonical} instead.", setting.source
                 )
             if info.status == opts.NOT_APPLICABLE:
-                self._warn(
-                    f"{setting.source}: {setting.key} has no meaning on Spark and is ignored."
-                )
+                self._warn(f"{setting.key} has no meaning on Spark and is ignored.", setting.source)
             layer = _LAYER.get(setting.source.kind, 0)
             rank = (layer, 0 if info.deprecated else 1, index)
             current = winners.get(info.canonical)
             if current is not None and current.rank[0] == layer and current.key != setting.key:
-                loser = current.setting if current.rank < rank else setting
-                self._warn(f"{loser.source}: {loser.key} is ignored: {info.canonical} is also set.")
+                self._two_names(current, setting, info, rank)
             if current is None or current.rank < rank:
                 winners[info.canonical] = _Resolved(setting.key, info, setting, rank)
         for canonical, winner in sorted(winners.items(), key=lambda item: item[1].rank[2]):
             self._resolved[canonical] = self._parse(winner)
         self._check_across()
+        self._check_spark_targets()
         self._check_combinations()
+
+    def _two_names(
+        self, current: _Resolved, setting: Setting, info: opts.KeyInfo, rank: tuple[int, int, int]
+    ) -> None:
+        """Two names of one key in one layer: the same value warns, different values fail."""
+        earlier = current.setting
+        if _same_value(earlier.value, setting.value, info.option):
+            loser = earlier if current.rank < rank else setting
+            self._warn(f"{loser.key} is ignored: {info.canonical} is also set.", loser.source)
+            return
+        hidden = (
+            _secret_option(info, setting.key)
+            or earlier.source.reference is not None
+            or setting.source.reference is not None
+        )
+        separator = _separator(info.option)
+
+        def value(item: Setting) -> str:
+            return "" if hidden else f" '{shown_value(raw_text(item.value, separator))}'"
+
+        deprecated = [k for k in (earlier.key, setting.key) if k in self._aliases(info)]
+        names = [k for k in (earlier.key, setting.key) if k != info.canonical]
+        if len(names) == 1 and deprecated:
+            relation = f"{names[0]} is the deprecated name of {info.canonical}"
+        elif len(names) == 1:
+            relation = f"{names[0]} is another name of {info.canonical}"
+        else:
+            relation = f"both are names of {info.canonical}"
+        raise ConfigError(
+            f"{setting.source}: {setting.key}{value(setting)} and {earlier.key}{value(earlier)} "
+            f"({earlier.source}) set one key to different values ({relation}).",
+            f"Keep one of them, preferably {info.canonical}.",
+        )
+
+    @staticmethod
+    def _aliases(info: opts.KeyInfo) -> tuple[str, ...]:
+        return info.option.aliases if info.option is not None else ()
 
     @staticmethod
     def _classify(setting: Setting) -> opts.KeyInfo:
         try:
             return opts.classify(setting.key)
         except opts.UnknownKey as unknown:
+            if unknown.reason:
+                raise ConfigError(
+                    f"{setting.source}: {setting.key}: {unknown.reason}.",
+                    "Give the key one value; 'flinkish config' lists the keys in effect and "
+                    "docs/configuration.md every supported key.",
+                ) from None
             guess = f"; did you mean {unknown.suggestion}?" if unknown.suggestion else ""
             raise ConfigError(
                 f"{setting.source}: {setting.key}: unknown configuration key{guess}",
@@ -226,34 +312,47 @@ class Configuration:
                 "docs/configuration.md every supported key.",
             ) from None
 
+    def _hidden(self, setting: Setting, info: opts.KeyInfo) -> bool:
+        """Whether the value of ``setting`` must never be shown."""
+        return _secret_option(info, setting.key) or setting.source.reference is not None
+
     def _parse(self, winner: _Resolved) -> _Resolved:
         setting, info = winner.setting, winner.info
         option = info.option
         text = raw_text(setting.value, _separator(option))
+        nested = nested_item(setting.value)
+        if nested is not None and info.status != opts.NOT_APPLICABLE:
+            index, item = nested
+            shown = REDACTED if self._hidden(setting, info) else shown_value(item)
+            raise ConfigError(
+                f"{setting.source}: {setting.key}: item {index} is {item.kind} ('{shown}'); "
+                "expected plain values",
+                "Write the list as plain values, e.g. [a.jar, b.jar].",
+            )
         if option is None:
             return _Resolved(info.canonical, info, setting, winner.rank, text, text)
         try:
             value = option.type.parse(setting.value)
         except ValueProblem as problem:
             raise self._value_error(
-                setting, option, text, problem.problem, problem.expected
+                setting, info, text, problem.problem, problem.expected
             ) from None
         if option.check is not None and not option.check.test(value):
-            raise self._value_error(setting, option, text, "is out of range", option.check.expected)
+            raise self._value_error(setting, info, text, "is out of range", option.check.expected)
         if isinstance(option.type, Enum):
             replacement = option.type.deprecated_spelling(setting.value)
             if replacement is not None:
+                shown = REDACTED if self._hidden(setting, info) else shown_value(text)
                 self._warn(
-                    f"{setting.source}: {setting.key}: '{text.strip()}' is deprecated; "
-                    f"use {replacement} instead."
+                    f"{setting.key}: '{shown}' is deprecated; use {replacement} instead.",
+                    setting.source,
                 )
         return _Resolved(info.canonical, info, setting, winner.rank, text, value)
 
-    @staticmethod
     def _value_error(
-        setting: Setting, option: opts.Option, text: str, problem: str, expected: str
+        self, setting: Setting, info: opts.KeyInfo, text: str, problem: str, expected: str
     ) -> ConfigError:
-        shown = REDACTED if option.secret or is_secret(setting.key) else text.strip()
+        shown = REDACTED if self._hidden(setting, info) else shown_value(text)
         return ConfigError(
             f"{setting.source}: {setting.key}: '{shown}' {problem}; expected {expected}",
             _fix_hint(setting.source, setting.key),
@@ -275,6 +374,38 @@ class Configuration:
                 _fix_hint(where, rule.a),
             )
 
+    def _check_spark_targets(self) -> None:
+        """Two keys set to values that translate to different values of one Spark setting
+        (``s3.x`` and ``flink.hadoop.fs.s3a.x``, say) are an error naming both."""
+        targets: dict[str, tuple[str, str]] = {}
+        for canonical, resolved in self._resolved.items():
+            if resolved.info.status in (opts.PASSTHROUGH, opts.NOT_APPLICABLE):
+                continue
+            for spark_key, value in self.spark_settings(canonical).items():
+                seen = targets.get(spark_key)
+                if seen is None:
+                    targets[spark_key] = (canonical, value)
+                    continue
+                other, other_value = seen
+                if other_value == value:
+                    continue
+                first, second = self._resolved[other], resolved
+                hidden = (
+                    self._hidden(first.setting, first.info)
+                    or self._hidden(second.setting, second.info)
+                    or is_secret(spark_key)
+                )
+
+                def value(item: _Resolved, hidden: bool = hidden) -> str:
+                    return "" if hidden else f" '{shown_value(item.text)}'"
+
+                raise ConfigError(
+                    f"{second.setting.source}: {second.setting.key}{value(second)} and "
+                    f"{first.setting.key}{value(first)} ({first.setting.source}) set the same "
+                    f"Spark setting {spark_key} to different values.",
+                    "Keep one of them.",
+                )
+
     def _check_combinations(self) -> None:
         incremental = "execution.checkpointing.incremental"
         enabled = self.is_set(incremental) and self.get(incremental)
@@ -282,6 +413,15 @@ class Configuration:
             self._warn(
                 f"{incremental} has no effect with the hashmap state backend; "
                 "set state.backend.type: rocksdb."
+            )
+        access, secret = self.is_set("s3.access-key"), self.is_set("s3.secret-key")
+        if access != secret:
+            given, missing = ("s3.access-key", "s3.secret-key")[:: 1 if access else -1]
+            self._warn(
+                f"{given} is set but {missing} is not: S3 needs both, or neither to use "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the "
+                "environment.",
+                self._source(given),
             )
 
     # -- reading -------------------------------------------------------------------------
@@ -321,7 +461,7 @@ class Configuration:
         value = self.get(key)
         if value is None:
             return ""
-        if is_secret(info.canonical) or (info.option is not None and info.option.secret):
+        if _secret_option(info, info.canonical) or self.is_referenced(info.canonical):
             return REDACTED
         if info.option is not None:
             return info.option.type.format(value)
@@ -332,7 +472,34 @@ class Configuration:
         resolved = self._resolved.get(self._info(key).canonical)
         if resolved is None:
             return self._display(key)
-        return redact(resolved.key, resolved.text.strip())
+        if self._hidden(resolved.setting, resolved.info):
+            return REDACTED
+        return shown_value(resolved.text)
+
+    def is_referenced(self, key: str) -> bool:
+        """Whether the value of ``key`` came from a ``${env:...}``/``${file:...}`` reference
+        (then it is never shown, like a secret's)."""
+        try:
+            resolved = self._resolved.get(self._info(key).canonical)
+        except KeyError:
+            return False
+        return resolved is not None and resolved.setting.source.reference is not None
+
+    def referenced_keys(self) -> list[str]:
+        """The canonical keys whose values came from references, sorted."""
+        return sorted(
+            key
+            for key, resolved in self._resolved.items()
+            if resolved.setting.source.reference is not None
+        )
+
+    def is_hidden(self, key: str) -> bool:
+        """Whether the value of ``key`` is never shown: a secret, or from a reference."""
+        try:
+            info = self._info(key)
+        except KeyError:
+            return is_secret(key)
+        return _secret_option(info, key) or self.is_referenced(key)
 
     def _source(self, key: str) -> Source:
         resolved = self._resolved.get(self._info(key).canonical)
@@ -358,12 +525,12 @@ class Configuration:
         if info.status == opts.NOT_APPLICABLE and info.canonical not in self._resolved:
             raise KeyError(key)
         option = info.option
-        secret = is_secret(info.canonical) or (option is not None and option.secret)
+        secret = _secret_option(info, info.canonical) or self.is_referenced(info.canonical)
         spark = self.spark_settings(info.canonical)
         if secret:
             spark = {k: REDACTED for k in spark}
         else:
-            spark = {k: redact(k, v) for k, v in spark.items()}
+            spark = {k: REDACTED if is_secret(k) else v for k, v in spark.items()}
         if option is not None:
             description = option.description
         elif info.family is not None:
@@ -392,16 +559,19 @@ class Configuration:
         return sorted(self._resolved)
 
     def to_flat(self, include_secrets: bool = False) -> dict[str, str]:
-        """Canonical key -> value as written, for every key set (not-applicable keys omitted).
+        """Canonical key -> value (references resolved), for every key set (not-applicable
+        keys omitted).
 
-        Secrets are left out unless ``include_secrets``. :meth:`from_flat` reverses it.
+        Secrets (by their key's name) are left out unless ``include_secrets``; a value read
+        from a reference for a key that is not secret stays in (a job's driver needs it).
+        :meth:`from_flat` reverses it.
         """
         flat: dict[str, str] = {}
         for key in sorted(self._resolved):
             resolved = self._resolved[key]
             if resolved.info.status == opts.NOT_APPLICABLE:
                 continue
-            secret = is_secret(key) or (resolved.info.option and resolved.info.option.secret)
+            secret = _secret_option(resolved.info, resolved.key)
             if secret and not include_secrets:
                 continue
             flat[key] = resolved.text

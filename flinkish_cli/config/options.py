@@ -11,13 +11,15 @@ Besides the table, :data:`FAMILIES` covers whole key spaces: ``spark.*`` passes 
 verbatim; ``s3.*`` / ``fs.s3a.*`` become Hadoop S3A settings and ``flink.hadoop.*`` Hadoop
 settings; ``metrics.reporter.prom.*`` turns on Spark's Prometheus endpoint. And
 :data:`NOT_APPLICABLE_KEYS` / :data:`NOT_APPLICABLE_PREFIXES` list Flink keys that mean
-nothing on Spark: they are accepted with a warning. :func:`classify` resolves any key to
-one of these, or raises :class:`UnknownKey` with a "did you mean" suggestion.
+nothing on Spark: they are accepted with a warning, unless they are a near miss of a
+registered key (``state.backend.incremetal``), which is an error. :func:`classify` resolves
+any key to one of these, or raises :class:`UnknownKey` with a "did you mean" suggestion.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,12 +125,16 @@ class KeyInfo:
 
 
 class UnknownKey(KeyError):
-    """A key that is neither supported nor a known Flink key; ``suggestion`` is a near miss."""
+    """A key that is neither supported nor a known Flink key; ``suggestion`` is a near miss.
 
-    def __init__(self, key: str, suggestion: str | None) -> None:
+    ``reason`` says why when it is not simply unknown (a scalar key given nested keys).
+    """
+
+    def __init__(self, key: str, suggestion: str | None, reason: str | None = None) -> None:
         super().__init__(key)
         self.key = key
         self.suggestion = suggestion
+        self.reason = reason
 
 
 def _home(*parts: str) -> Callable[[m.Lookup], str]:
@@ -433,6 +439,24 @@ OPTIONS: tuple[Option, ...] = (
         "Where jobs run (run -t wins): local Spark, a standalone master, YARN or Kubernetes.",
         RUNTIME,
         default="local",
+    ),
+    Option(
+        "rest.address",
+        Str(),
+        E,
+        "Host of the session cluster that target 'remote' submits to (run -m host:port wins); "
+        "started by scripts/start-cluster.sh --session.",
+        RUNTIME,
+    ),
+    Option(
+        "rest.port",
+        Int(),
+        E,
+        "Port of the session cluster (Spark Connect's port; flinkish's default is Spark "
+        "Connect's, not Flink's 8081).",
+        RUNTIME,
+        default="15002",
+        check=Check(lambda v: 1 <= v <= 65535, "a port from 1 to 65535"),
     ),
     Option(
         "execution.attached",
@@ -765,6 +789,18 @@ OPTIONS: tuple[Option, ...] = (
         spark_doc="`spark.hadoop.fs.s3a.secret.key`",
     ),
     Option(
+        "s3.session.token",
+        Str(),
+        ST,
+        "S3 session token of temporary credentials, with s3.access-key and s3.secret-key "
+        "(secret: never shown).",
+        MAPPED,
+        synonyms=("s3.session-token", "fs.s3a.session.token"),
+        spark=m.s3_session_token,
+        spark_doc="`spark.hadoop.fs.s3a.session.token`, with S3A's "
+        "`TemporaryAWSCredentialsProvider`",
+    ),
+    Option(
         "s3.path.style.access",
         Bool(),
         ST,
@@ -1043,33 +1079,110 @@ MIXED_PREFIXES: tuple[str, ...] = (
     "io.",
 )
 
-NEAR_MISS = 0.9  # similarity above which an unknown key in a mixed key space is a typo
+NEAR_MISS = 0.9  # similarity of two keys above which an unknown one is a typo of the other
+NEAR_WORD = 0.75  # ... provided each dotted segment they differ in is this similar
+
+#: Families whose keys are checked for near misses of their registered keys (``s3.acess-key``).
+_CHECKED_FAMILIES = ("s3.", "fs.s3a.")
+
+
+def _first(key: str) -> str:
+    return key.split(".", 1)[0]
+
+
+_BY_FIRST: dict[str, list[str]] = {}
+for _name in _BY_NAME:
+    _BY_FIRST.setdefault(_first(_name), []).append(_name)
+
+#: Every dotted prefix of a registered or not-applicable key: a key below one of these may
+#: have nested keys; a registered key that is not among them takes a single value.
+_PARENTS: frozenset[str] = frozenset(
+    name.rsplit(".", i)[0]
+    for name in (*_BY_NAME, *NOT_APPLICABLE_KEYS)
+    for i in range(1, name.count(".") + 1)
+)
+
+
+def _similar(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _near(key: str, name: str, matcher: difflib.SequenceMatcher[str]) -> bool:
+    """Whether ``key`` reads as a typo of ``name``: close as a whole, and where both have the
+    same dotted segments, close in each segment they differ in (so that
+    ``metrics.reporter.otel.factory.class`` is not a typo of ``...prom.factory.class``).
+    ``matcher`` has ``key`` as its second sequence (so that it is indexed once)."""
+    if 2 * min(len(key), len(name)) < NEAR_MISS * (len(key) + len(name)):
+        return False
+    matcher.set_seq1(name)
+    if matcher.quick_ratio() < NEAR_MISS or matcher.ratio() < NEAR_MISS:
+        return False
+    mine, theirs = key.split("."), name.split(".")
+    if len(mine) != len(theirs):
+        return True
+    return all(_similar(a, b) >= NEAR_WORD for a, b in zip(mine, theirs, strict=True) if a != b)
+
+
+def _suggestion(name: str) -> str:
+    """How a registered name is suggested: a deprecated alias with its current name."""
+    found, deprecated = _BY_NAME[name]
+    return f"{name} (now {found.key})" if deprecated else name
+
+
+def _near_miss(key: str, names: list[str]) -> str | None:
+    matcher: difflib.SequenceMatcher[str] = difflib.SequenceMatcher(None)
+    matcher.set_seq2(key)
+    matches = [name for name in names if name != key and _near(key, name, matcher)]
+    if not matches:
+        return None
+    best = max(matches, key=lambda name: (_similar(key, name), not _BY_NAME[name][1]))
+    return _suggestion(best)
 
 
 def _closest(key: str, cutoff: float) -> str | None:
-    names = [name for name in _BY_NAME if not _BY_NAME[name][1]]
-    matches = difflib.get_close_matches(key, names, n=1, cutoff=cutoff)
-    return matches[0] if matches else None
+    matches = difflib.get_close_matches(key, list(_BY_NAME), n=1, cutoff=cutoff)
+    return _suggestion(matches[0]) if matches else None
 
 
+def _scalar_parent(key: str) -> str | None:
+    """The registered single-value key ``key`` is nested under (``parallelism.default`` for
+    ``parallelism.default.x``), if any."""
+    parts = key.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in _BY_NAME and prefix not in _PARENTS:
+            return prefix
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def classify(key: str) -> KeyInfo:
     """What ``key`` is: an option (maybe by a deprecated name), a family, or not applicable.
 
-    Raises :class:`UnknownKey` for anything else.
+    A near miss of a registered key (or of a deprecated name) is an error even where the key
+    space is otherwise not applicable (``state.backend.incremetal``), and so is a key nested
+    under a single-value key. Raises :class:`UnknownKey` for those and for anything unknown.
     """
     if key in _BY_NAME:
         found, deprecated = _BY_NAME[key]
         return KeyInfo(found.key, found.status, option=found, deprecated=deprecated)
     for family in FAMILIES:
         if key.startswith(family.prefix) and len(key) > len(family.prefix):
+            if family.prefix in _CHECKED_FAMILIES:
+                near = _near_miss(key, [n for n in _BY_NAME if n.startswith(family.prefix)])
+                if near is not None:
+                    raise UnknownKey(key, near)
             return KeyInfo(key, family.status, family=family)
-    if key in NOT_APPLICABLE_KEYS or key.startswith(NOT_APPLICABLE_PREFIXES):
+    if key in NOT_APPLICABLE_KEYS:
         return KeyInfo(key, NOT_APPLICABLE)
-    if key.startswith(MIXED_PREFIXES):
-        near = _closest(key, NEAR_MISS)
-        if near is None:
-            return KeyInfo(key, NOT_APPLICABLE)
+    parent = _scalar_parent(key)
+    if parent is not None:
+        raise UnknownKey(key, None, f"{parent} takes a single value, not nested keys")
+    near = _near_miss(key, _BY_FIRST.get(_first(key), []))
+    if near is not None:
         raise UnknownKey(key, near)
+    if key.startswith(NOT_APPLICABLE_PREFIXES) or key.startswith(MIXED_PREFIXES):
+        return KeyInfo(key, NOT_APPLICABLE)
     raise UnknownKey(key, _closest(key, 0.6))
 
 

@@ -65,8 +65,25 @@ or the flag), the key, the value and the expected form, for example:
     conf/flink-conf.yaml:7: execution.checkpointing.interval: '10 parsecs' is not a
     duration; expected e.g. 10 s, 500 ms, 1 min (units: ...)
 
-An unknown key close to a supported one gets a "did you mean". Flink keys that have no
-meaning on Spark (see the end of this page) are accepted with a warning.
+An unknown key close to a supported one (or to a deprecated name) gets a "did you mean",
+also where the key space is otherwise ignored: `state.backend.incremetal` is an error, not a
+key without meaning. Flink keys that have no meaning on Spark (see the end of this page) are
+accepted with a warning.
+
+Two names of one key in the same layer (a deprecated name and the current one, `s3.access.key`
+and `s3.access-key`, or the flat and nested forms of one key in `config.yaml`) must agree:
+the same value is a warning, different values are an error naming both and where they were
+set. So are two keys that would give one Spark setting different values
+(`s3.endpoint.region` and `flink.hadoop.fs.s3a.endpoint.region`).
+
+Damaged or hostile files are refused with one message naming the file (and line): a
+`config.yaml` or `flink-conf.yaml` that is a directory, a dangling symbolic link, not a
+regular file or unreadable; a file larger than 1 MiB; bytes that are not UTF-8; YAML that
+nests more than 64 levels, whose aliases refer to themselves or expand to more than 100,000
+values (refused before anything is expanded), with a second document or a merge key (`<<`);
+a document that is a list or a single value; a list or map inside a list; nested keys below a
+key that takes one value. Repeated warnings (a deprecated key on 10,000 lines) are shown once,
+with the number of other places.
 
 ## Value syntax
 
@@ -100,11 +117,45 @@ translated even at their defaults; every other key only when it is set.
 _SECRETS = """\
 ## Secrets
 
-Keys whose names contain `password`, `secret`, `token`, `credential`, `access-key` or
-another sensitive word, and S3A keys such as `fs.s3a.access.key`, are secret. Their values
-never appear in `flinkish config`, warnings or error messages (they show as `******`), and
-they are left out of the configuration copy kept in a job's plan; they reach Spark only
-through the private properties file of `spark-submit`.
+A key is secret when its name contains `password`, `passwd`, `passphrase`, `secret`,
+`token`, `credential`, `access-key` (`access.key`, `accesskey`) or one of the words Flink
+itself hides (`apikey`, `api-key`, `auth-params`, `service-key`, `basic-auth`,
+`jaas.config`, `http-headers`, `fs.azure.account.key`), or when its last word is `key`
+(`s3.encryption.key`, `fs.s3a.bucket.b.encryption.key`, `API_KEY`, `encryptionKey`; words
+are split at `.`, `-`, `_` and camelCase), or when it has the word `pwd` or `sas`. So
+`s3.secret-key`, `s3.session.token` and `security.ssl.rest.keystore-password` are secret;
+`state.backend.type`, `security.ssl.rest.key-alias` and `spark.io.encryption.keySizeBits`
+are not.
+
+Secret values never appear in `flinkish config`, warnings or error messages (they show as
+`******`), and they are left out of the configuration copy kept in a job's plan; they reach
+Spark only through the private properties file of `spark-submit`. flinkish always sets
+`spark.redaction.regex`: Spark's default pattern (or yours, when you set
+`spark.redaction.regex`) extended with the same rule and the exact names of the job's secret
+Spark settings, so that Spark's UI, event logs and REST API hide them too.
+
+### Secrets by reference
+
+A value given with `-D` is visible to every user of the machine in the process list (`ps`)
+while the command runs, and flinkish warns when a secret arrives that way. Any value, in the
+configuration file or with `-D`, may instead refer to an environment variable or a file:
+
+    s3.secret-key: ${env:AWS_SECRET_ACCESS_KEY}
+    flinkish run -D 's3.secret-key=${file:/run/secrets/s3}' job.py
+
+`${env:NAME}` is the variable's value; `${file:PATH}` is the file's content without its
+trailing line break (`~` is expanded; a relative path is relative to the configuration
+directory for the file, to the working directory for `-D`; at most 64 KiB). Write the `-D`
+form in single quotes, or the shell replaces it. A value may hold several references and text
+around them; `$${env:X}` stands for the text `${env:X}`; other `${...}` forms are kept as
+written. References are resolved when the configuration is loaded; a missing variable or an
+unreadable file is an error naming the key and the reference. A value read from a reference
+is never shown, like a secret's (`flinkish config` shows `******` and the reference as its
+source), and Spark's UI hides its Spark settings; keys ignored on Spark are not resolved.
+
+For S3, leave `s3.access-key` and `s3.secret-key` unset to use the standard AWS environment
+(`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) or AWS's other sources of
+credentials, in flinkish's own S3 access and in Spark's S3A on the same machine.
 """
 
 
@@ -187,8 +238,11 @@ def render() -> str:
         "",
         "Other keys starting with "
         + ", ".join(f"`{p}`" for p in opts.MIXED_PREFIXES)
-        + " are ignored with a warning too, unless they are a near miss of a supported key: "
-        'then they are an error with a "did you mean". Any other unknown key is an error.',
+        + " are ignored with a warning too. A key in any of these key spaces that is a near "
+        "miss of a supported key or of a deprecated name (close as a whole and in each dotted "
+        'segment it differs in) is an error with a "did you mean", and so is a key nested below '
+        "a key that takes one value (`parallelism.default.x`). Any other unknown key is an "
+        "error.",
         "",
         _SECRETS.rstrip("\n"),
     ]

@@ -5,7 +5,11 @@ Every key that is set contributes the Spark settings its registry entry declares
 contribute even at their default, because Flink's default differs from Spark's and matters
 for Flink-like behaviour. ``spark.*`` keys pass through last and win over translated values.
 The result holds real secret values (the job needs them); callers redact for display using
-:attr:`SparkTranslation.secret_keys`. Pure: no I/O, no pyspark.
+:attr:`SparkTranslation.secret_keys`. ``spark.redaction.regex`` is always set: Spark's own
+pattern (or the user's ``spark.redaction.regex``) extended with flinkish's secret rule and
+the exact Spark keys whose values came from ``${env:...}``/``${file:...}`` references, so
+that Spark's UI, event logs and REST API hide every value flinkish hides. Pure: no I/O, no
+pyspark.
 """
 
 from __future__ import annotations
@@ -15,9 +19,14 @@ from dataclasses import dataclass, field
 from flinkish_cli.config import mappings
 from flinkish_cli.config import options as opts
 from flinkish_cli.config.model import Configuration
-from flinkish_cli.config.secrets import is_secret, redact
+from flinkish_cli.config.secrets import REDACTED, is_secret, spark_redaction_regex
 
-__all__ = ["SparkTranslation", "to_spark"]
+__all__ = ["PLAN_KEYS", "REDACTION_KEY", "SparkTranslation", "to_spark"]
+
+REDACTION_KEY = "spark.redaction.regex"
+#: flinkish's own Spark settings (the job's plan, which carries the configuration): hidden
+#: in Spark's UI when a value in it came from a reference.
+PLAN_KEYS = r"^spark\.flinkish\."
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,8 @@ class SparkTranslation:
     def redacted(self) -> dict[str, str]:
         """``conf`` for display: secret values replaced by ``******``."""
         return {
-            k: "******" if k in self.secret_keys else redact(k, v) for k, v in self.conf.items()
+            k: REDACTED if k in self.secret_keys or is_secret(k) else v
+            for k, v in self.conf.items()
         }
 
 
@@ -55,7 +65,7 @@ def to_spark(config: Configuration) -> SparkTranslation:
         if info.status == opts.PASSTHROUGH:
             passthrough.update(settings)
             continue
-        secret = is_secret(key) or (info.option is not None and info.option.secret)
+        secret = config.is_hidden(key)
         for spark_key, value in settings.items():
             if spark_key in conf and conf[spark_key] != value:
                 raise AssertionError(
@@ -68,12 +78,20 @@ def to_spark(config: Configuration) -> SparkTranslation:
         if info.status == opts.APPROXIMATE and settings:
             note = info.option.note if info.option is not None else ""
             approximate[key] = note or (info.family.description if info.family else "")
+    referenced: set[str] = set()
+    for key in config.referenced_keys():
+        referenced.update(config.spark_settings(key))
     for spark_key, value in passthrough.items():
         conf[spark_key] = value
-        if is_secret(spark_key):
+        if is_secret(spark_key) or spark_key in referenced:
             secret_keys.add(spark_key)
         else:
             secret_keys.discard(spark_key)
+    secret_keys.discard(REDACTION_KEY)
+    regex = spark_redaction_regex(passthrough.get(REDACTION_KEY), secret_keys)
+    if config.referenced_keys():
+        regex += "|" + PLAN_KEYS
+    conf[REDACTION_KEY] = regex
     master = conf.get("spark.master") or mappings.local_master(config)
     return SparkTranslation(
         conf=dict(sorted(conf.items())),

@@ -29,6 +29,7 @@ __all__ = [
     "Int",
     "List",
     "Memory",
+    "Nested",
     "Raw",
     "Str",
     "Uri",
@@ -36,8 +37,33 @@ __all__ = [
     "at_least",
     "at_most",
     "between",
+    "nested_item",
     "raw_text",
 ]
+
+
+class Nested(str):
+    """A list item that is itself a list or a map in ``config.yaml``, as flow-style text.
+
+    No option takes those; :func:`nested_item` finds them so that they are refused.
+    """
+
+    kind: str
+
+    def __new__(cls, text: str, kind: str) -> Nested:
+        item = super().__new__(cls, text)
+        item.kind = kind
+        return item
+
+
+def nested_item(raw: Raw) -> tuple[int, Nested] | None:
+    """The first item of a list value that is a nested list or map (1-based), if any."""
+    if isinstance(raw, str):
+        return None
+    for index, item in enumerate(raw, start=1):
+        if isinstance(item, Nested):
+            return index, item
+    return None
 
 
 def raw_text(raw: Raw, separator: str = ",") -> str:

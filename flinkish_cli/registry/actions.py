@@ -1,14 +1,26 @@
 """Acting on a job from any shell: ask its driver through the control channel and wait.
 
-Used by ``cancel`` (and ``stop``/``savepoint``); callable without click.
+Used by ``cancel``, ``stop``, ``savepoint`` and ``checkpoint``; callable without click.
+
+A waiting command never leaves a request behind that could be carried out after it gave up:
+its request expires when the command stops waiting, and on a time-out, Ctrl-C or SIGTERM
+the command withdraws it (see :mod:`flinkish_cli.registry.control`). When two commands try
+to end one job at once (``stop`` and ``cancel``), the driver accepts the first and refuses
+the second as "already ending"; the second command then waits for the job's end and reports
+the job's actual outcome, with exit status 1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
+from collections.abc import Iterator
 
-from flinkish_cli.errors import JobError
+from flinkish_cli.errors import JobError, RequestInterruptedError
 from flinkish_cli.registry.control import (
+    DETACHED_TTL,
     ControlChannel,
     ControlRequest,
     ControlResponse,
@@ -16,12 +28,37 @@ from flinkish_cli.registry.control import (
 )
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
-from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.registry.store import JobRegistry, UnreadableStatusError
+
+#: How long a command whose end request lost a race waits for the job's actual outcome.
+END_WAIT = 120.0
+
+#: Looks (0.1 s apart) for a response written as the job ended.
+LATE_POLLS = 20
+
+#: What the driver says when it refuses a second end request (stop, cancel) for a job.
+ALREADY_ENDING = "already ending"
+
+#: Wording per action, for messages ("the savepoint request", "take a savepoint of").
+WHAT = {
+    "cancel": "cancel",
+    "stop": "stop-with-savepoint",
+    "savepoint": "savepoint",
+    "checkpoint": "checkpoint",
+}
 
 
 def require_running(registry: JobRegistry, job_id: str, action: str) -> JobStatus:
     """The job's status, if it can take ``action``; a clear :class:`JobError` otherwise."""
-    status = registry.get(parse_job_id(job_id))
+    job_id = parse_job_id(job_id)
+    try:
+        status = registry.get(job_id)
+    except UnreadableStatusError as error:
+        raise JobError(
+            f"Cannot {action} job {job_id}: its status file is unreadable ({error.reason}), "
+            "so its state is unknown.",
+            error.hint,
+        ) from error
     state = status.effective_state()
     if state.is_terminal:
         cause = status.effective_failure_cause()
@@ -33,32 +70,147 @@ def require_running(registry: JobRegistry, job_id: str, action: str) -> JobStatu
     return status
 
 
+def send_detached(
+    registry: JobRegistry, job_id: str, request: ControlRequest, ttl: float = DETACHED_TTL
+) -> str:
+    """Send ``request`` without waiting (a detached trigger); its id, the trigger id.
+
+    The job carries it out when its driver next polls, at most ``ttl`` seconds from now.
+    """
+    request.expires = time.time() + ttl
+    ControlChannel(registry, job_id).send(request)
+    return request.request_id
+
+
 def ask(
     registry: JobRegistry, job_id: str, request: ControlRequest, timeout: float
 ) -> ControlResponse:
-    """Send ``request`` to the job's driver and wait for its response."""
+    """Send ``request`` to the job's driver and wait for its response.
+
+    The request expires when this gives up. On a time-out, Ctrl-C (KeyboardInterrupt) or
+    SIGTERM the request is withdrawn; the error says whether the job had already started it.
+    """
     channel = ControlChannel(registry, job_id)
+    what = WHAT.get(request.action, request.action)
+    request.expires = time.time() + timeout
+    first = registry.find(job_id)
+    driver = _driver_of(first)
     channel.send(request)
+    try:
+        with _sigterm_interrupts():
+            response = _wait(registry, channel, request, timeout, driver)
+    except KeyboardInterrupt:
+        if channel.withdraw(request.request_id):
+            raise RequestInterruptedError(
+                f"Interrupted: the {what} request to job {job_id} was withdrawn; the job will "
+                "not carry it out."
+            ) from None
+        raise RequestInterruptedError(
+            f"Interrupted: job {job_id} had already started the {what} request; it may still "
+            "complete.",
+            "See 'flinkish list -a' and the job's log ('flinkish logs').",
+        ) from None
+    if response is not None:
+        _forget_quietly(channel, request.request_id)
+        return response
+    if channel.withdraw(request.request_id):
+        raise JobError(
+            f"Job {job_id} did not answer the {what} request within {timeout:.0f} s; the request "
+            "was withdrawn.",
+            "Its driver may be overloaded or gone; 'flinkish list' shows its heartbeat state.",
+        )
+    late = channel.response(request.request_id)
+    if late is not None:
+        _forget_quietly(channel, request.request_id)
+        return late
+    raise JobError(
+        f"Job {job_id} did not complete the {what} request within {timeout:.0f} s; it had "
+        "started on it, so it may still complete.",
+        "See 'flinkish list -a' and the job's log ('flinkish logs').",
+    )
+
+
+def _wait(
+    registry: JobRegistry,
+    channel: ControlChannel,
+    request: ControlRequest,
+    timeout: float,
+    driver: int | None,
+) -> ControlResponse | None:
+    """The response, or None on a time-out; :class:`JobError` when the job cannot answer."""
+    job_id, what = channel.job_id, WHAT.get(request.action, request.action)
     deadline = time.monotonic() + timeout
+    pause = poll_interval(registry.storage) / 2
     while time.monotonic() < deadline:
         response = channel.response(request.request_id)
         if response is not None:
             return response
         status = registry.find(job_id)
         if status is not None and status.effective_state().is_terminal:
+            late = _late_response(channel, request.request_id)
+            if late is not None:  # answered as it ended (a stop ends the job right after)
+                return late
             raise JobError(
                 f"Job {job_id} ended ({status.effective_state().value}) before it answered "
-                f"the {request.action} request."
+                f"the {what} request."
             )
-        time.sleep(poll_interval(registry.storage) / 2)
-    raise JobError(
-        f"Job {job_id} did not answer the {request.action} request within {timeout:.0f} s.",
-        "Its driver may be overloaded or gone; 'flinkish list' shows its heartbeat state.",
-    )
+        if (
+            driver is not None
+            and status is not None
+            and status.pid is not None
+            and _driver_of(status) != driver
+            and channel.claimed(request.request_id)
+            and channel.response(request.request_id) is None
+        ):
+            channel.forget(request.request_id)
+            raise JobError(
+                f"The driver of job {job_id} was restarted while it carried out the {what} "
+                "request; the request was not completed.",
+                "Try again once 'flinkish list' shows the job RUNNING.",
+            )
+        time.sleep(pause)
+    return None
+
+
+def _late_response(channel: ControlChannel, request_id: str) -> ControlResponse | None:
+    """A response written just as the job ended (the status may be written first)."""
+    for _ in range(LATE_POLLS):
+        response = channel.response(request_id)
+        if response is not None:
+            return response
+        time.sleep(0.1)
+    return None
+
+
+def _driver_of(status: JobStatus | None) -> int | None:
+    """The process that runs the job's driver (another one after a driver restart)."""
+    return None if status is None else status.pid
+
+
+def _forget_quietly(channel: ControlChannel, request_id: str) -> None:
+    with contextlib.suppress(Exception):
+        channel.forget(request_id)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While waiting, SIGTERM (a scheduler's time-out) interrupts like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def wait_for_end(registry: JobRegistry, job_id: str, timeout: float) -> JobStatus:
-    """Wait until the job is in a terminal state."""
+    """Wait until the job is in a terminal state (its last status after ``timeout``)."""
     deadline = time.monotonic() + timeout
     while True:
         status = registry.get(job_id)
@@ -67,12 +219,55 @@ def wait_for_end(registry: JobRegistry, job_id: str, timeout: float) -> JobStatu
         time.sleep(0.2)
 
 
+def refused_end(
+    registry: JobRegistry, job_id: str, action: str, response: ControlResponse
+) -> JobError:
+    """The error for an end request (stop, cancel) that the driver refused.
+
+    When the job is ending anyway (another stop or cancel won the race, or the refused stop
+    failed after its queries stopped), wait for its end and name its actual outcome.
+    """
+    error = (response.error or "refused").rstrip(".")
+    race = ALREADY_ENDING in error or any(f"it is {s.value}" in error for s in _ENDING)
+    if not race and not _ending(registry, job_id):
+        return JobError(f"Cannot {action} job {job_id}: {error}.")
+    final = wait_for_end(registry, job_id, END_WAIT)
+    state = final.effective_state()
+    why = "another request was already ending it" if race else error
+    if not state.is_terminal:
+        return JobError(
+            f"Cannot {action} job {job_id}: {why}; it is still {state.value} after "
+            f"{END_WAIT:.0f} s.",
+            "See 'flinkish list -a' for its outcome.",
+        )
+    cause = final.effective_failure_cause()
+    detail = f" ({cause.splitlines()[0]})" if cause else ""
+    return JobError(f"Cannot {action} job {job_id}: {why}; it ended {state.value}{detail}.")
+
+
+_ENDING = (JobState.CANCELLING, JobState.FAILING)
+
+
+def _ending(registry: JobRegistry, job_id: str, within: float = 3.0) -> bool:
+    """Whether the job is ending or has ended (CANCELLING, FAILING, or a terminal state), as
+    its status shows within ``within`` seconds (the driver writes it as it starts ending)."""
+    deadline = time.monotonic() + within
+    while True:
+        status = registry.find(job_id)
+        state = status.effective_state() if status is not None else None
+        if state is not None and (state.is_terminal or state in _ENDING):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+
+
 def cancel_job(registry: JobRegistry, job_id: str, timeout: float = 120.0) -> JobStatus:
     """Cancel a running job at once; its final status."""
     status = require_running(registry, job_id, "cancel")
     response = ask(registry, status.job_id, ControlRequest("cancel"), timeout)
     if not response.ok:
-        raise JobError(f"Cannot cancel job {status.job_id}: {response.error}")
+        raise refused_end(registry, status.job_id, "cancel", response)
     final = wait_for_end(registry, status.job_id, timeout)
     if not final.effective_state().is_terminal:
         raise JobError(f"Job {status.job_id} is still {final.state.value} after {timeout:.0f} s.")

@@ -8,11 +8,30 @@ The job's driver polls that directory (every :func:`poll_interval`: 0.1 s on a l
 system, 0.5 s on object stores and HDFS, where each poll is a request), carries it out,
 and writes ``<request id>.response.json`` with the outcome. Request ids sort by creation
 time so the driver handles requests in order. Works across hosts with shared storage.
+
+Requests expire, and the side that gets to a request first wins, so that a request is
+carried out at most once and never long after its sender gave up:
+
+- Every request has a deadline (:attr:`ControlRequest.expires`, epoch seconds): a waiting
+  CLI sets it to the moment it gives up, a detached trigger gets a long one
+  (:data:`DETACHED_TTL`), and a request without one expires :data:`DEFAULT_TTL` after it was
+  created. :meth:`ControlChannel.pending` never returns an expired request; it deletes it.
+- Before the driver carries a request out, :meth:`ControlChannel.pending` *claims* it by
+  creating ``<request id>.claim`` exclusively. A CLI that gives up (time-out, Ctrl-C,
+  SIGTERM) *withdraws* its request by creating the same file first
+  (:meth:`ControlChannel.withdraw`): exactly one of the two succeeds, so a withdrawn request
+  is never carried out, and a CLI that was too late knows the job had already started it.
+
+Deadlines compare wall clocks, so hosts that share a registry need roughly synchronised
+clocks (a skew of seconds only shortens or lengthens a deadline by as much).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import socket
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -23,6 +42,14 @@ from flinkish_cli.registry.store import JobRegistry
 CONTROL_DIR = "control"
 POLL_SECONDS = 0.5
 LOCAL_POLL_SECONDS = 0.1
+#: Lifetime of a request whose sender set no deadline (the driver answers in well under a
+#: second when it runs; a request older than this was meant for a driver long gone).
+DEFAULT_TTL = 600.0
+#: Lifetime of a detached trigger (``savepoint -detached``, ``stop -detached``): nobody waits
+#: for it, the job carries it out whenever its driver next polls, within this time.
+DETACHED_TTL = 24 * 3600.0
+
+REQUEST, RESPONSE, CLAIM = "request.json", "response.json", "claim"
 
 
 def poll_interval(storage: object) -> float:
@@ -32,14 +59,47 @@ def poll_interval(storage: object) -> float:
     return LOCAL_POLL_SECONDS if isinstance(storage, LocalStorage) else POLL_SECONDS
 
 
+def _new_request_id() -> str:
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+
+
 @dataclass
 class ControlRequest:
-    """An action asked of a job: ``cancel``, ``stop``, ``savepoint`` or ``checkpoint``."""
+    """An action asked of a job: ``cancel``, ``stop``, ``savepoint`` or ``checkpoint``.
+
+    ``expires`` is the wall-clock deadline after which the driver must not carry the request
+    out (None: :data:`DEFAULT_TTL` after ``created``).
+    """
 
     action: str
     args: dict[str, Any] = field(default_factory=dict)
-    request_id: str = field(default_factory=lambda: f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}")
+    request_id: str = field(default_factory=_new_request_id)
     created: float = field(default_factory=time.time)
+    expires: float | None = None
+
+    def deadline(self) -> float:
+        """When the request expires (epoch seconds)."""
+        return self.expires if self.expires is not None else self.created + DEFAULT_TTL
+
+    def expired(self, now: float | None = None) -> bool:
+        """Whether the request is past its deadline."""
+        return (time.time() if now is None else now) > self.deadline()
+
+    @classmethod
+    def from_json(cls, text: str) -> ControlRequest:
+        """Parse a request file; :class:`ValueError` when it is not a valid request."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        known = {f.name for f in dataclasses.fields(cls)}
+        request = cls(**{k: v for k, v in data.items() if k in known})
+        if not isinstance(request.action, str) or not isinstance(request.args, dict):
+            raise ValueError("no action")
+        if not isinstance(request.request_id, str) or not _is_number(request.created):
+            raise ValueError("no request id or creation time")
+        if request.expires is not None and not _is_number(request.expires):
+            raise ValueError("a deadline that is not a number")
+        return request
 
 
 @dataclass
@@ -50,6 +110,26 @@ class ControlResponse:
     ok: bool
     result: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+
+    @classmethod
+    def from_json(cls, text: str, request_id: str) -> ControlResponse:
+        """Parse a response file; :class:`ValueError` when it is not a valid answer to
+        ``request_id``."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        ok, result, error = data.get("ok"), data.get("result", {}), data.get("error")
+        if data.get("request_id") != request_id:
+            raise ValueError("it answers another request")
+        if not isinstance(ok, bool) or not isinstance(result, dict):
+            raise ValueError("no outcome")
+        if error is not None and not isinstance(error, str):
+            raise ValueError("an error that is not text")
+        return cls(request_id=request_id, ok=ok, result=result, error=error)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 class ControlChannel:
@@ -63,48 +143,131 @@ class ControlChannel:
         self.dir = join(registry.meta_dir(job_id), CONTROL_DIR)
         self._join = join
 
+    @property
+    def storage(self) -> Any:
+        return self.registry.storage
+
     def _path(self, request_id: str, kind: str) -> str:
-        return self._join(self.dir, f"{request_id}.{kind}.json")
+        return self._join(self.dir, f"{request_id}.{kind}")
 
     # -- CLI side ------------------------------------------------------------------------
     def send(self, request: ControlRequest) -> ControlRequest:
         """Write a request for the driver."""
-        self.registry.storage.write_text(
-            self._path(request.request_id, "request"), json.dumps(asdict(request))
+        self.storage.write_text(
+            self._path(request.request_id, REQUEST), json.dumps(asdict(request))
         )
         return request
 
     def response(self, request_id: str) -> ControlResponse | None:
-        """The driver's response, if it has written one."""
+        """The driver's response, if it has written one.
+
+        A response file that cannot be read as an answer to this request (damaged, or not
+        flinkish's) gives a failed response that says so, never an internal error.
+        """
+        path = self._path(request_id, RESPONSE)
         try:
-            text = self.registry.storage.read_text(self._path(request_id, "response"))
+            text = self.storage.read_text(path)
         except FileNotFoundError:
             return None
-        return ControlResponse(**json.loads(text))
+        except ValueError as error:  # not UTF-8
+            return _unreadable(request_id, path, error)
+        try:
+            return ControlResponse.from_json(text, request_id)
+        except (ValueError, TypeError, RecursionError) as error:
+            return _unreadable(request_id, path, error)
+
+    def withdraw(self, request_id: str) -> bool:
+        """Take a request back before the driver claims it.
+
+        True when it is withdrawn (the driver will never carry it out); False when the driver
+        had already claimed it (it may still be carried out, or be under way).
+        """
+        claim = self._path(request_id, CLAIM)
+        marker = json.dumps({"withdrawn": True, "by": _me(), "at": time.time()})
+        if not self.storage.create_exclusive(claim, marker.encode()):
+            return self._claim_is_withdrawal(claim)
+        self.storage.delete(self._path(request_id, REQUEST))
+        self.storage.delete(claim)
+        return True
+
+    def claimed(self, request_id: str) -> bool:
+        """Whether a driver (or supervisor) has claimed the request."""
+        return self.storage.exists(self._path(request_id, CLAIM))
+
+    def forget(self, request_id: str) -> None:
+        """Remove a request that has been answered, with its claim and response."""
+        for kind in (REQUEST, CLAIM, RESPONSE):
+            self.storage.delete(self._path(request_id, kind))
+
+    def _claim_is_withdrawal(self, claim: str) -> bool:
+        try:
+            return bool(json.loads(self.storage.read_text(claim)).get("withdrawn"))
+        except (FileNotFoundError, ValueError, TypeError, AttributeError):
+            return False
 
     # -- driver side ---------------------------------------------------------------------
     def pending(self) -> list[ControlRequest]:
-        """Requests without a response, oldest first."""
-        storage = self.registry.storage
-        if not storage.exists(self.dir):
-            return []
+        """Requests to carry out now, oldest first; each is claimed for the caller.
+
+        A request is returned at most once, to one caller: it must then be answered with
+        :meth:`respond`. Requests past their deadline are deleted, never returned; so are
+        request files that cannot be read as a request.
+        """
+        storage = self.storage
         names = {info.name for info in storage.list(self.dir)}
+        if not names:
+            return []
+        now = time.time()
         requests = []
         for name in sorted(names):
-            if not name.endswith(".request.json"):
+            if not name.endswith("." + REQUEST):
                 continue
-            request_id = name[: -len(".request.json")]
-            if f"{request_id}.response.json" in names:
+            request_id = name[: -len("." + REQUEST)]
+            if f"{request_id}.{RESPONSE}" in names or f"{request_id}.{CLAIM}" in names:
+                if now - _created_of(request_id) > 2 * DETACHED_TTL:
+                    self.forget(request_id)  # answered or claimed long ago: nobody reads it
                 continue
+            claim = self._path(request_id, CLAIM)
+            marker = json.dumps({"by": _me(), "at": now})
+            if not storage.create_exclusive(claim, marker.encode()):
+                continue  # withdrawn, or claimed by another reader
             try:
-                data = json.loads(storage.read_text(self._join(self.dir, name)))
-                requests.append(ControlRequest(**data))
-            except (FileNotFoundError, ValueError, TypeError):
+                request = ControlRequest.from_json(storage.read_text(self._join(self.dir, name)))
+            except FileNotFoundError:  # withdrawn between the listing and the claim
+                storage.delete(claim)
                 continue
+            except (ValueError, TypeError, RecursionError):
+                self.forget(request_id)  # damaged, or not flinkish's
+                continue
+            if request.request_id != request_id or request.expired(now):
+                self.forget(request_id)
+                continue
+            requests.append(request)
         return requests
 
     def respond(self, response: ControlResponse) -> None:
         """Answer a request."""
-        self.registry.storage.write_text(
-            self._path(response.request_id, "response"), json.dumps(asdict(response))
+        self.storage.write_text(
+            self._path(response.request_id, RESPONSE), json.dumps(asdict(response))
         )
+
+
+def _created_of(request_id: str) -> float:
+    """When a request was created, from its id (``<time in ns>-<random>``); 0 if unknown."""
+    try:
+        return int(request_id.split("-", 1)[0]) / 1e9
+    except ValueError:
+        return 0.0
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _unreadable(request_id: str, path: str, error: Exception) -> ControlResponse:
+    return ControlResponse(
+        request_id,
+        ok=False,
+        error=f"its response ({path}) is unreadable: {error}",
+        result={"unreadable": True},
+    )

@@ -1,43 +1,182 @@
-"""Reading a job's driver log, where its status says it is."""
+"""Reading a job's driver log: ``<env.log.dir>/flinkish-<JobID>.log``, and nothing else.
+
+The path is built from this shell's configuration (``env.log.dir``) and a validated JobID,
+never taken from the job's status file: a status file lives on shared storage and may be
+damaged or written by someone else, so its ``log_path`` is only *shown*, to say where the
+log was when it is on another host. What is opened is checked:
+
+- a symbolic link at the log's path is followed only when it resolves to a file inside
+  ``env.log.dir`` (a log directory that is itself a link, to a bigger disk say, is fine);
+  a link that leads anywhere else is refused, without saying where it points;
+- only a regular file is read (a named pipe or a device is refused, and opening never
+  blocks), and the file actually opened is checked again against the directory, so a link
+  swapped in between the check and the open cannot lead out of it either.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
+import stat
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import IO
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.registry.jobid import parse_job_id
+from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry
+
+FOLLOW_POLL_SECONDS = 0.3
+
+
+def log_path(log_dir: str, job_id: str) -> str:
+    """``<log_dir>/flinkish-<JobID>.log`` (absolute; ``~`` expanded)."""
+    directory = os.path.abspath(os.path.expanduser(str(log_dir)))
+    return os.path.join(directory, f"flinkish-{parse_job_id(job_id)}.log")
+
+
+def _inside(path: str, directory: str) -> bool:
+    return os.path.dirname(path) == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def open_log(log_dir: str, job_id: str) -> IO[str] | None:
+    """The job's own log, open for reading as text; None when this machine has none.
+
+    Raises :class:`JobError` when the path holds something that is not the job's log: a
+    link leading out of ``log_dir``, a directory, a pipe or a device.
+    """
+    path = log_path(log_dir, job_id)
+    if not os.path.lexists(path):
+        return None
+    real_dir = os.path.realpath(os.path.dirname(path))
+    real = os.path.realpath(path)
+    if not _inside(real, real_dir):
+        raise _refused(path, "is a symbolic link that leads out of env.log.dir")
+    if not os.path.exists(real):
+        return None  # a dangling link inside the directory: no log (yet)
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise JobError(f"Cannot read the log {path}: {error.strerror}.") from error
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise _refused(path, f"is {kind}")
+        opened = _opened_path(fd)
+        if opened is not None and not _inside(opened, real_dir):
+            raise _refused(path, "was replaced by a link that leads out of env.log.dir")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "r", encoding="utf-8", errors="replace")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path of the file behind ``fd`` as the kernel sees it (Linux), else None."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _refused(path: str, why: str) -> JobError:
+    return JobError(
+        f"{path} {why}; flinkish shows only a job's own log file there.",
+        "Remove or replace it: the driver writes a regular file flinkish-<JobID>.log in "
+        "env.log.dir.",
+    )
+
+
+def _printable(text: str) -> str:
+    """``text`` (read from a status file) without control characters, for a message."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:300]
+
+
+def _status(registry: JobRegistry, job_id: str) -> tuple[JobStatus | None, JobError | None]:
+    try:
+        return registry.find(job_id), None
+    except JobError as error:  # an unreadable status must not hide the log
+        return None, error
 
 
 def stream_log(
-    registry: JobRegistry, job_id: str, follow: bool = False, last_lines: int | None = None
+    registry: JobRegistry,
+    job_id: str,
+    log_dir: str,
+    follow: bool = False,
+    last_lines: int | None = None,
 ) -> Iterator[str]:
-    """Yield the log's content; with ``follow``, keep yielding until the job has ended."""
-    status = registry.get(job_id)
-    path = status.log_path
-    if not path or not os.path.exists(path):
-        remote = status.host and status.host != socket.gethostname()
-        where = f" on host {status.host}" if remote else ""
-        raise JobError(
-            f"The log of job {job_id} is not on this machine (it was {path or 'not recorded'}"
-            f"{where}).",
-            "Logs stay on the machine that ran the driver (env.log.dir); run this there.",
-        )
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    """Yield the job's log; with ``follow``, keep yielding until the job has ended.
+
+    The log is read even when the job's status is missing or unreadable (a follow then
+    stops at the end of the file, since nothing says the job still runs).
+    """
+    job_id = parse_job_id(job_id)
+    status, unreadable = _status(registry, job_id)
+    handle = open_log(log_dir, job_id)
+    if handle is None:
+        raise _no_log(registry, job_id, log_dir, status, unreadable)
+    with handle:
         if last_lines is not None:
             yield "".join(deque(handle, maxlen=last_lines))
         else:
             yield from iter(lambda: handle.read(65536), "")
+        if status is None:
+            return
         while follow:
             chunk = handle.read(65536)
             if chunk:
                 yield chunk
                 continue
-            current = registry.find(job_id)
+            current, _ = _status(registry, job_id)
             if current is None or current.effective_state().is_terminal:
                 yield handle.read()
                 return
-            time.sleep(0.3)
+            time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def _no_log(
+    registry: JobRegistry,
+    job_id: str,
+    log_dir: str,
+    status: JobStatus | None,
+    unreadable: JobError | None,
+) -> JobError:
+    path = log_path(log_dir, job_id)
+    if status is None:
+        if unreadable is not None:
+            return JobError(f"{unreadable.message} It has no log at {path} either.")
+        return JobError(
+            f"No job with JobID {job_id} under {registry.storage.describe()}, and no log at "
+            f"{path}.",
+            "Check the JobID with 'flinkish list -a', and that this shell uses the same "
+            "configuration (execution.checkpointing.dir, env.log.dir) as the job.",
+        )
+    recorded = _printable(status.log_path) if status.log_path else None
+    host = _printable(status.host) if status.host else None
+    if host and host != socket.gethostname():
+        where = f" (at {recorded})" if recorded else ""
+        return JobError(
+            f"The log of job {job_id} is on host {host}{where}, not on this machine.",
+            f"Logs stay on the machine that ran the driver; run 'flinkish logs {job_id}' there.",
+        )
+    if recorded is None:
+        return JobError(
+            f"Job {job_id} has no log on this machine: its driver ran in the cluster "
+            f"({_printable(status.master or 'cluster deploy mode')}).",
+            "See the cluster manager's logs for the driver (Spark's UI, 'yarn logs', "
+            "'kubectl logs').",
+        )
+    hint = "The log may have been removed."
+    if recorded != path:
+        hint = (
+            f"The job's driver wrote {recorded}: this shell's env.log.dir is not the job's; "
+            "run with the job's configuration."
+        )
+    return JobError(f"Job {job_id} has no log at {path}.", hint)

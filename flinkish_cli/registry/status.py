@@ -4,6 +4,12 @@ States follow Flink's: CREATED → RUNNING → FINISHED | CANCELED | FAILED, wit
 while a restart strategy waits, and CANCELLING / FAILING while the driver winds down.
 :meth:`JobStatus.effective_state` turns a RUNNING job whose heartbeat stopped into FAILED,
 so a killed driver never stays RUNNING for longer than ``heartbeat.timeout``.
+
+A status file is read back by other processes (and hosts), so :meth:`JobStatus.from_json`
+trusts nothing in it: the JobID must be one, and every query name must be a safe query
+identity (:mod:`flinkish_cli.registry.names`), the rule names from scripts follow, since a
+query's name becomes a checkpoint directory (a restarted driver deletes and restores them).
+Anything else is a :class:`ValueError` saying what is wrong.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from flinkish_cli.registry.jobid import is_job_id
+from flinkish_cli.registry.names import is_query_name
 
 
 class JobState(str, enum.Enum):
@@ -119,12 +128,19 @@ class JobStatus:
     failure_cause: str | None = None
     host: str | None = None
     pid: int | None = None
+    supervisor_pid: int | None = None
+    #: a session cluster job's Spark Connect session (its queries live there, not in the
+    #: client: the supervisor stops them when the client died)
+    connect_session: str | None = None
     log_path: str | None = None
     master: str | None = None
     mode: str = "STREAMING"
     restored_from: str | None = None
     parallelism: int | None = None
     restarts: int = 0
+    #: When each failure the restart strategy judged happened (epoch seconds), in order: a
+    #: restarted driver or its supervisor replays them, so the strategy spans processes.
+    failure_times: list[float] = field(default_factory=list)
     version: int = 1
 
     @property
@@ -171,18 +187,40 @@ class JobStatus:
 
     @classmethod
     def from_json(cls, text: str) -> JobStatus:
-        """Parse ``status.json``; unknown fields (from newer versions) are ignored."""
+        """Parse ``status.json``; unknown fields (from newer versions) are ignored.
+
+        Raises :class:`ValueError` (naming the problem) for anything that is not a job status:
+        not a JSON object, no valid JobID, a query name that is not a safe query identity.
+        """
         data = json.loads(text)
-        queries = {
-            name: QueryStatus(
+        if not isinstance(data, dict):
+            raise ValueError(f"it holds a JSON {type(data).__name__}, not a job status object")
+        if not is_job_id(str(data.get("job_id", ""))):
+            raise ValueError(f"its job_id {_shown(data.get('job_id'))} is not a JobID")
+        raw_queries = data.get("queries") or {}
+        if not isinstance(raw_queries, dict):
+            raise ValueError("its 'queries' is not a JSON object")
+        queries = {}
+        for name, q in raw_queries.items():
+            if not is_query_name(name):
+                raise ValueError(
+                    f"it names a query {_shown(name)}, which cannot be a query identity "
+                    "(letters, digits, '_', '-' and '.', starting with a letter or digit)"
+                )
+            if not isinstance(q, dict) or q.get("name", name) != name:
+                raise ValueError(f"its entry for query '{name}' is damaged")
+            recent = q.get("recent") or []
+            if not isinstance(recent, list) or not all(isinstance(p, dict) for p in recent):
+                raise ValueError(f"the progress of query '{name}' is damaged")
+            queries[name] = QueryStatus(
                 **{
                     **_known(QueryStatus, q),
-                    "recent": [Progress(**_known(Progress, p)) for p in q.get("recent", [])],
+                    "name": name,
+                    "recent": [Progress(**_known(Progress, p)) for p in recent],
                 }
             )
-            for name, q in (data.get("queries") or {}).items()
-        }
         fields = _known(cls, data)
+        fields["job_id"] = str(data["job_id"]).lower()
         fields["state"] = JobState(data.get("state", "CREATED"))
         fields["queries"] = queries
         return cls(**fields)
@@ -201,7 +239,13 @@ class JobStatus:
                 for name, q in self.queries.items()
             },
             "restored-from": self.restored_from,
+            "restarts": self.restarts,
         }
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,18 @@
 """The job's driver: read the plan, run the user's program under flinkish's hooks, record the end.
 
 ``spark-submit`` runs :mod:`flinkish_cli.runtime.entry.flinkish_driver`, which calls
-:func:`main`. The driver's standard error goes to the job's log; its exit status is 0 when
-the job FINISHED or was CANCELED and 1 when it FAILED.
+:func:`main`; a session cluster's per-job client runs
+:mod:`flinkish_cli.runtime.entry.flinkish_connect_client`, which calls :func:`main_connect`.
+Both end in :func:`run_job`, the one runtime for both flavours of Spark.
+
+The driver does not create the SparkSession: the program does, as under ``spark-submit``,
+so settings from its ``SparkSession.builder.config(...)`` win over flinkish's translation
+(which reaches Spark as ``spark-submit``'s properties do). The session is met when the
+program starts its first query.
+
+Exit status: 0 when the job FINISHED or was CANCELED, 1 when it FAILED, and
+:data:`~flinkish_cli.runtime.job.EXIT_JVM_LOST` when Spark's JVM died under it: the job's
+supervisor then restarts the driver under the job's restart strategy.
 """
 
 from __future__ import annotations
@@ -12,7 +22,6 @@ import logging
 import os
 import sys
 import time
-from typing import Any
 
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.submission.plan import PLAN_CONF_KEY, JobPlan
@@ -23,11 +32,12 @@ log = logging.getLogger("flinkish.runtime")
 SECRET_FROM_SPARK = {
     "s3.access-key": "spark.hadoop.fs.s3a.access.key",
     "s3.secret-key": "spark.hadoop.fs.s3a.secret.key",
+    "s3.session.token": "spark.hadoop.fs.s3a.session.token",
 }
 
 
 def main() -> None:
-    """Entry point of every job's driver."""
+    """Entry point of a classic driver (``spark-submit``)."""
     from pyspark import SparkConf, SparkContext
 
     SparkContext._ensure_initialized()  # attach to spark-submit's JVM to read its configuration
@@ -37,8 +47,44 @@ def main() -> None:
         log.error("%s is not set: this program is started by 'flinkish run'.", PLAN_CONF_KEY)
         sys.exit(2)
     plan = JobPlan.decode(token)
+    forget_properties_file(plan)  # spark-submit read it before this process started
     log_to_file(plan)
-    sys.exit(run_job(plan, conf))
+    secrets = {key: conf.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+    sys.exit(run_job(plan, secrets, "classic"))
+
+
+def main_connect(argv: list[str] | None = None) -> None:
+    """Entry point of a job's client in a session cluster (Spark Connect)."""
+    from pathlib import Path
+
+    from flinkish_cli.submission.spark_submit import SESSION_ARCHIVES, SESSION_PY_FILES
+    from flinkish_cli.submission.supervisor import PROPERTIES_FILE, parse_properties
+
+    args = sys.argv[1:] if argv is None else argv
+    if args[0] == "--stop-orphans":  # the supervisor, after a client died: url, session id
+        from flinkish_cli.runtime.session import stop_orphans
+
+        print(stop_orphans(args[1], args[2]))
+        return
+    run_dir = Path(args[0])
+    properties_file = run_dir / PROPERTIES_FILE
+    values = parse_properties(properties_file.read_text(encoding="utf-8"))
+    properties_file.unlink()  # read: the secrets it holds now live in this process only
+    plan = JobPlan.decode(values[PLAN_CONF_KEY])
+    log_to_file(plan)
+    py_files = [p for p in values.get(SESSION_PY_FILES, "").split(",") if p]
+    archives = [a for a in values.get(SESSION_ARCHIVES, "").split(",") if a]
+    sys.path[1:1] = py_files  # as spark-submit's --py-files puts them on a driver's path
+    from flinkish_cli.runtime.session import open_session
+
+    job_root = None
+    if plan.entry.kind == "file":
+        from flinkish_cli.submission.packaging import job_root as root_of
+
+        job_root = str(root_of(Path(plan.entry.target)))
+    spark = open_session(plan.master, values, py_files, archives, job_root)
+    secrets = {key: values.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+    sys.exit(run_job(plan, secrets, "connect", connect_session=spark.session_id))
 
 
 def log_to_file(plan: JobPlan) -> None:
@@ -48,7 +94,7 @@ def log_to_file(plan: JobPlan) -> None:
     cluster (no local log file) everything stays on the driver's own streams.
     """
     handler: logging.Handler
-    if plan.log_path and plan.deploy_mode == "client":
+    if plan.log_path and plan.deploy_mode in ("client", "session"):
         stream = open(plan.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         sys.stderr = stream
         handler = logging.StreamHandler(stream)
@@ -69,53 +115,55 @@ def forget_properties_file(plan: JobPlan) -> None:
             os.remove(os.path.join(plan.run_dir, "spark.properties"))
 
 
-def storage_flat_conf(plan: JobPlan, spark_conf: Any) -> dict[str, str]:
-    """The Flink configuration of the job, with the S3 secrets taken from Spark's."""
+def storage_flat_conf(plan: JobPlan, secrets: dict[str, str | None]) -> dict[str, str]:
+    """The Flink configuration of the job, with the S3 secrets the driver was given."""
     flat = dict(plan.flink_conf)
-    for flink_key, spark_key in SECRET_FROM_SPARK.items():
-        value = spark_conf.get(spark_key)
-        if value:
-            flat[flink_key] = value
+    flat.update({key: value for key, value in secrets.items() if value})
     return flat
 
 
-def run_job(plan: JobPlan, spark_conf: Any) -> int:
+def run_job(
+    plan: JobPlan,
+    secrets: dict[str, str | None],
+    flavour_name: str,
+    connect_session: str | None = None,
+) -> int:
     """Run the job to its end; the driver's exit status."""
     from flinkish_cli.config import Configuration
     from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
+    from flinkish_cli.runtime import flavour as flavours
     from flinkish_cli.runtime import hooks
     from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
-    from flinkish_cli.runtime.job import JobRuntime
-    from flinkish_cli.runtime.restart import from_config
+    from flinkish_cli.runtime.job import EXIT_JVM_LOST, JobRuntime, SparkLostError
+    from flinkish_cli.runtime.restart import replay
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
-    settings = StorageSettings.from_flink(storage_flat_conf(plan, spark_conf))
+    settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
-    runtime = JobRuntime(plan, registry, settings, CheckpointRules.from_config(config))
+    flavour = flavours.by_name(flavour_name)
+    runtime = JobRuntime(plan, registry, flavour, settings, CheckpointRules.from_config(config))
+    runtime.status.connect_session = connect_session
     runtime.begin()
     runtime.install_signal_handlers()
     program = plan.entry.target if plan.entry.kind == "file" else None
-    strategy = from_config(config)
     error: BaseException | None = None
     note: str | None = None
     try:
-        from pyspark.sql import SparkSession
-
-        from flinkish_cli.runtime.listener import StatusListener
-
-        spark = SparkSession.builder.getOrCreate()
-        forget_properties_file(plan)
-        runtime.spark = spark
-        spark.streams.addListener(StatusListener(runtime))
         while True:
             error = runtime.run_attempt()
+            if isinstance(error, SparkLostError):
+                log.error("Spark's JVM is gone: the driver exits for its supervisor.")
+                logging.shutdown()
+                os._exit(EXIT_JVM_LOST)
             if error is None or runtime.ending or isinstance(error, FlinkishError):
                 break  # done, cancelled, or a failure a restart would repeat
             if not runtime.has_run:
-                break  # the program failed before its job ran: Flink never restarts that
-            decision = strategy.on_failure(time.time())
+                note = "not restarted: the program failed before its job ran"
+                break  # as Flink never restarts a main() that fails before execute()
+            decision = replay(config, runtime.status.failure_times, time.time())
+            runtime.status.failure_times.append(time.time())
             if not decision.restart:
                 note = f"not restarted: {decision.reason}"
                 break
@@ -126,7 +174,6 @@ def run_job(plan: JobPlan, spark_conf: Any) -> int:
         log.error("The job's driver failed.", exc_info=raised)
     state = runtime.end(error, program, note)
     with contextlib.suppress(Exception):  # the JVM may already be gone
-        from pyspark.sql import SparkSession
-
-        hooks.stop_session(SparkSession.getActiveSession() or SparkSession.builder.getOrCreate())
+        if runtime.spark is not None:
+            hooks.stop_session(flavour, runtime.spark)
     return 1 if state is JobState.FAILED else 0

@@ -1,26 +1,45 @@
-"""Patches on pyspark that make an unmodified script a flinkish job.
+"""The patches on pyspark that make an unmodified script a flinkish job.
 
-``DataStreamWriter.start()`` and ``toTable()`` no longer start a query on the spot: they
-validate the query's name (its stable identity), record it, and return a
-:class:`DeferredQuery`. The recorded queries start together, each with the checkpoint
-location and trigger flinkish chose, as soon as the script waits on any of them, touches one,
-or returns. A script whose second query has no name therefore fails before its first query
-has processed anything.
+One documented patch point per pyspark class, for each :class:`~.flavour.Flavour` (classic
+and Spark Connect classes alike), tested against the pinned pyspark version:
 
-A ``checkpointLocation`` or ``spark.sql.streaming.checkpointLocation`` set by the script is
-ignored (with a warning in the job's log): flinkish owns where checkpoints live, because that
-is what savepoints and resumption rely on. A trigger set by the script is kept, except in
-BATCH mode where every query processes the available input and stops.
+``DataStreamWriter``
+    ``option``/``options``/``queryName``/``trigger``/``format``/``foreach``/``foreachBatch``
+    record what the script set and pass it on unchanged. ``start``/``toTable`` start the query
+    at once, as Spark does, after the :class:`QueryStarter` has given it its identity, its
+    checkpoint (restored from a savepoint when the job resumes) and its trigger; they return
+    Spark's own ``StreamingQuery``.
+``StreamingQuery``
+    ``awaitTermination``/``processAllAvailable``: the program's first wait (see below).
+``StreamingQueryManager``
+    ``awaitAnyTermination``: the first wait. ``addListener``: listeners the script adds are
+    recorded, so that a restarted attempt starts without the previous attempt's listeners.
+``SparkSession`` (and classic ``SparkContext``)
+    ``stop``: stops the job's queries, as Spark's ``stop()`` does, but keeps the session: the
+    job still records its end, and a restarted attempt needs the session.
+
+The program's *first wait* (its first ``awaitTermination``, ``awaitAnyTermination`` or
+``processAllAvailable``, or its return) is where a Flink program would call ``execute()``:
+the queries started so far are the job, and a job resuming from a savepoint checks there
+that every query of the savepoint has found its query.
+
+Patched methods look up the current :class:`QueryController` when called, so installing
+another controller (a restarted attempt, ``flinkish info``'s dry run) swaps a pointer.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from flinkish_cli.runtime.identity import validate_query_name
+from flinkish_cli.runtime.flavour import Flavour
+from flinkish_cli.runtime.identity import (
+    Identities,
+    QueryIdentity,
+    QueryShape,
+    check_distinct,
+)
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -30,159 +49,199 @@ _CHECKPOINT_OPTION = "checkpointlocation"
 class QueryStarter(Protocol):
     """What the hooks call into: the job runtime (or the ``info`` planner)."""
 
-    def before_start(self, names: list[str]) -> None:
-        """The queries about to start (all recorded so far); may refuse them."""
-
-    def configure(self, writer: Any, name: str) -> None:
-        """Set the query's checkpoint location and trigger on ``writer``."""
-
-    def started(self, name: str, query: Any) -> None:
-        """A query has started."""
-
-    def all_started(self) -> None:
-        """Every query recorded so far has started."""
-
     @property
     def dry_run(self) -> bool:
         """True when queries are only planned (``flinkish info``), never started."""
 
+    def configure(self, writer: Any, query: QueryIdentity, spark: Any) -> None:
+        """Give ``writer`` its checkpoint location and trigger; restore its state first."""
 
-@dataclass
-class PendingQuery:
-    """A query the script has asked to start."""
+    def started(self, query: QueryIdentity, handle: Any) -> None:
+        """A query has started."""
 
-    name: str
-    writer: Any
-    start: Callable[[], Any]
-    proxy: DeferredQuery
+    def first_wait(self) -> None:
+        """The program waits for its queries for the first time (or returned)."""
+
+    def listener_added(self, manager: Any, listener: Any) -> None:
+        """The script added a StreamingQueryListener."""
+
+    def session_stopped(self) -> None:
+        """The script called ``spark.stop()``."""
 
 
-class DeferredQuery:
-    """Stands for a ``StreamingQuery`` until the job's queries start together."""
+class PlannedQuery:
+    """What ``start()`` returns in a dry run: a query that never runs."""
 
-    def __init__(self, controller: QueryController, name: str) -> None:
-        self._controller = controller
-        self._name = name
-        self._query: Any = None
+    def __init__(self, query: QueryIdentity) -> None:
+        self.name = query.spark_name
+        self.id = self.runId = None
+        self.isActive = False
+        self.lastProgress = None
+        self.recentProgress: list[Any] = []
+        self.status: dict[str, Any] = {}
 
-    @property
-    def name(self) -> str:
-        return self._name
+    def awaitTermination(self, timeout: int | None = None) -> bool | None:
+        return True if timeout is not None else None
 
-    def _bind(self, query: Any) -> None:
-        self._query = query
+    def processAllAvailable(self) -> None:
+        return None
 
-    def __getattr__(self, attribute: str) -> Any:
-        if self._query is None:
-            self._controller.start_pending()
-        if self._query is None:  # a dry run: nothing ever starts
-            if attribute in ("awaitTermination", "stop", "processAllAvailable"):
-                return lambda *args, **kwargs: None
-            if attribute == "isActive":
-                return False
-            raise AttributeError(
-                f"'{attribute}' of query '{self._name}' is not available while planning"
-            )
-        return getattr(self._query, attribute)
+    def stop(self) -> None:
+        return None
 
-    def __repr__(self) -> str:
-        state = "started" if self._query is not None else "pending"
-        return f"<flinkish query '{self._name}' ({state})>"
+    def exception(self) -> None:
+        return None
 
 
 class QueryController:
-    """Collects the script's queries and starts them together."""
+    """The queries of one run (attempt) of the program."""
 
-    def __init__(self, starter: QueryStarter) -> None:
+    def __init__(self, starter: QueryStarter, flavour: Flavour) -> None:
         self.starter = starter
-        self.pending: list[PendingQuery] = []
-        self.names: list[str] = []
-        self.writers: dict[str, Any] = {}
+        self.flavour = flavour
+        self.identities = Identities()
+        self.writers: dict[str, Any] = {}  # identity -> writer (the planner explains them)
+        self.handles: dict[str, Any] = {}  # identity -> StreamingQuery
+        self.waited = False
 
-    def defer(self, writer: Any, start: Callable[[], Any]) -> DeferredQuery:
-        """Validate and record a query the script started; it runs later, with the others."""
-        name = validate_query_name(getattr(writer, "_flinkish_name", None), len(self.names) + 1)
-        if name in self.names:
-            from flinkish_cli.errors import JobError
+    def start(self, writer: Any, begin: Callable[[], Any]) -> Any:
+        """Give the query its identity, checkpoint and trigger, then start it (``begin``)."""
+        shape = QueryShape(self.flavour.sink_of(writer), self.flavour.sources_of(writer))
+        query = self.identities.assign(getattr(writer, "_flinkish_name", None), shape)
+        active = [name for name, handle in self.handles.items() if _is_active(handle)]
+        check_distinct(query.identity, active)
+        self.writers[query.identity] = writer
+        if self.starter.dry_run:
+            return PlannedQuery(query)
+        self.starter.configure(writer, query, self.flavour.session_of(writer))
+        self.flavour.ship_job_code()
+        handle = begin()
+        self.handles[query.identity] = handle
+        self.starter.started(query, handle)
+        return handle
 
-            raise JobError(
-                f"Two streaming queries of the job are named '{name}'.",
-                "Each query needs its own name: it identifies the query's checkpoint.",
-            )
-        user_checkpoint = getattr(writer, "_flinkish_user_checkpoint", None)
-        if user_checkpoint:
-            log.warning(
-                "Query '%s': checkpointLocation %s set by the script is ignored; "
-                "flinkish manages the query's checkpoint.",
-                name,
-                user_checkpoint,
-            )
-        self.names.append(name)
-        self.writers[name] = writer
-        proxy = DeferredQuery(self, name)
-        self.pending.append(PendingQuery(name, writer, start, proxy))
-        return proxy
-
-    def start_pending(self) -> None:
-        """Start every recorded query, in the order the script started them."""
-        if self.starter.dry_run or not self.pending:
-            return
-        self.starter.before_start([item.name for item in self.pending])
-        while self.pending:
-            item = self.pending.pop(0)
-            self.starter.configure(item.writer, item.name)
-            query = item.start()
-            item.proxy._bind(query)
-            self.starter.started(item.name, query)
-        self.starter.all_started()
+    def wait_point(self) -> None:
+        """The program's first wait: the job is complete (see the module's docstring)."""
+        if not self.waited:
+            self.waited = True
+            if not self.starter.dry_run:
+                self.starter.first_wait()
 
 
-_originals: dict[str, Any] = {}
+_controller: QueryController | None = None
+#: pyspark class -> its original methods, saved once before the first patch.
+_originals: dict[type, dict[str, Any]] = {}
+
+
+def current() -> QueryController | None:
+    """The installed controller (None before :func:`install`)."""
+    return _controller
 
 
 def install(controller: QueryController) -> None:
-    """Patch pyspark for ``controller``; calling it again switches to another controller."""
-    from pyspark.sql.session import SparkSession
-    from pyspark.sql.streaming.query import StreamingQueryManager
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    """Make ``controller`` the one the patches call; patch its flavour's classes once."""
+    global _controller
+    _controller = controller
+    flavour = controller.flavour
+    if flavour.writer not in _originals:
+        _patch_writer(flavour.writer)
+        _patch_query(flavour.query)
+        _patch_manager(flavour.manager)
+        _patch_stop(flavour.session)
+        if flavour.context is not None:
+            _patch_stop(flavour.context)
 
-    if not _originals:
-        for cls, names in (
-            (DataStreamWriter, ("option", "options", "queryName", "trigger", "start", "toTable")),
-            (StreamingQueryManager, ("awaitAnyTermination",)),
-            (SparkSession, ("stop",)),
-        ):
-            for attribute in names:
-                _originals[f"{cls.__name__}.{attribute}"] = getattr(cls, attribute)
-    original = _originals
+
+def original(cls: type, name: str) -> Any:
+    """The method ``name`` of ``cls`` as pyspark defines it (before any patch)."""
+    return _originals.get(cls, {}).get(name) or getattr(cls, name)
+
+
+def _save(cls: type, names: tuple[str, ...]) -> dict[str, Any]:
+    saved = _originals.setdefault(cls, {})
+    for name in names:
+        saved.setdefault(name, getattr(cls, name))
+    return saved
+
+
+def _active() -> QueryController:
+    if _controller is None:  # pragma: no cover - install() always precedes the program
+        raise RuntimeError("flinkish's hooks are not installed")
+    return _controller
+
+
+def _ship_job_code() -> None:
+    if _controller is not None:
+        _controller.flavour.ship_job_code()
+
+
+def _is_active(handle: Any) -> bool:
+    try:
+        return bool(handle.isActive)
+    except Exception:
+        return False
+
+
+def _patch_writer(cls: type) -> None:
+    """``DataStreamWriter``: record what the script set; start through the controller."""
+    orig = _save(
+        cls,
+        (
+            "option",
+            "options",
+            "queryName",
+            "trigger",
+            "format",
+            "foreach",
+            "foreachBatch",
+            "start",
+            "toTable",
+        ),
+    )
 
     def option(self: Any, key: str, value: Any) -> Any:
-        if key.lower() == _CHECKPOINT_OPTION:
-            self._flinkish_user_checkpoint = value
-            return self
-        return original["DataStreamWriter.option"](self, key, value)
+        if str(key).lower() == _CHECKPOINT_OPTION and value is not None:
+            self._flinkish_checkpoint = str(value)
+        return orig["option"](self, key, value)
 
     def options(self: Any, **opts: Any) -> Any:
-        for key in [k for k in opts if k.lower() == _CHECKPOINT_OPTION]:
-            self._flinkish_user_checkpoint = opts.pop(key)
-        return original["DataStreamWriter.options"](self, **opts)
+        for key, value in opts.items():
+            if key.lower() == _CHECKPOINT_OPTION and value is not None:
+                self._flinkish_checkpoint = str(value)
+        return orig["options"](self, **opts)
 
     def query_name(self: Any, queryName: str) -> Any:
         self._flinkish_name = queryName
-        return original["DataStreamWriter.queryName"](self, queryName)
+        return orig["queryName"](self, queryName)
 
-    def trigger(self: Any, **kwargs: Any) -> Any:
-        self._flinkish_trigger = kwargs
-        return original["DataStreamWriter.trigger"](self, **kwargs)
+    def trigger(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = orig["trigger"](self, *args, **kwargs)
+        self._flinkish_trigger = dict(kwargs)
+        return result
 
-    def _prepare(self: Any, fmt: Any, output_mode: Any, partition_by: Any, name: Any, opts: Any):
+    def format_(self: Any, source: str) -> Any:
+        self._flinkish_sink = str(source).lower()
+        return orig["format"](self, source)
+
+    def foreach(self: Any, f: Any) -> Any:
+        self._flinkish_sink = "foreach"
+        _ship_job_code()
+        return orig["foreach"](self, f)
+
+    def foreach_batch(self: Any, func: Any) -> Any:
+        self._flinkish_sink = "foreachBatch"
+        _ship_job_code()
+        return orig["foreachBatch"](self, func)
+
+    def prepare(self: Any, fmt: Any, mode: Any, partition_by: Any, name: Any, opts: Any) -> None:
+        """What Spark's own start() does with its arguments, through the patches above."""
         options(self, **opts)
-        if output_mode is not None:
-            self.outputMode(output_mode)
+        if mode is not None:
+            self.outputMode(mode)
         if partition_by is not None:
             self.partitionBy(partition_by)
         if fmt is not None:
-            self.format(fmt)
+            format_(self, fmt)
         if name is not None:
             query_name(self, name)
 
@@ -195,9 +254,9 @@ def install(controller: QueryController) -> None:
         queryName: str | None = None,
         **opts: Any,
     ) -> Any:
-        _prepare(self, format, outputMode, partitionBy, queryName, opts)
-        begin = original["DataStreamWriter.start"]
-        return controller.defer(self, lambda: begin(self) if path is None else begin(self, path))
+        prepare(self, format, outputMode, partitionBy, queryName, opts)
+        begin = orig["start"]
+        return _active().start(self, lambda: begin(self) if path is None else begin(self, path))
 
     def to_table(
         self: Any,
@@ -208,45 +267,93 @@ def install(controller: QueryController) -> None:
         queryName: str | None = None,
         **opts: Any,
     ) -> Any:
-        _prepare(self, format, outputMode, partitionBy, queryName, opts)
-        begin = original["DataStreamWriter.toTable"]
-        return controller.defer(self, lambda: begin(self, tableName))
+        prepare(self, format, outputMode, partitionBy, queryName, opts)
+        self._flinkish_sink = "table"
+        begin = orig["toTable"]
+        return _active().start(self, lambda: begin(self, tableName))
 
-    def await_any_termination(self: Any, timeout: int | None = None) -> Any:
-        controller.start_pending()
+    patches = {
+        "option": option,
+        "options": options,
+        "queryName": query_name,
+        "trigger": trigger,
+        "format": format_,
+        "foreach": foreach,
+        "foreachBatch": foreach_batch,
+        "start": start,
+        "toTable": to_table,
+    }
+    for name, patch in patches.items():
+        patch.__doc__ = getattr(orig[name], "__doc__", None)
+        setattr(cls, name, patch)
+
+
+def _patch_query(cls: type) -> None:
+    """``StreamingQuery``: ``awaitTermination`` and ``processAllAvailable`` are waits."""
+    orig = _save(cls, ("awaitTermination", "processAllAvailable"))
+
+    def await_termination(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _active().wait_point()
+        return orig["awaitTermination"](self, *args, **kwargs)
+
+    def process_all_available(self: Any) -> Any:
+        _active().wait_point()
+        return orig["processAllAvailable"](self)
+
+    cls.awaitTermination = await_termination  # type: ignore[attr-defined]
+    cls.processAllAvailable = process_all_available  # type: ignore[attr-defined]
+
+
+def _patch_manager(cls: type) -> None:
+    """``StreamingQueryManager``: ``awaitAnyTermination`` waits; ``addListener`` recorded."""
+    orig = _save(cls, ("awaitAnyTermination", "addListener"))
+
+    def await_any_termination(self: Any, *args: Any, **kwargs: Any) -> Any:
+        controller = _active()
+        controller.wait_point()
         if controller.starter.dry_run:
-            return True
-        return original["StreamingQueryManager.awaitAnyTermination"](self, timeout)
+            return True if (args or kwargs) else None
+        return orig["awaitAnyTermination"](self, *args, **kwargs)
 
-    def session_stop(self: Any) -> None:
-        log.info("The script's SparkSession.stop() is deferred until all queries have ended.")
+    def add_listener(self: Any, listener: Any) -> Any:
+        result = orig["addListener"](self, listener)
+        if _controller is not None:
+            _controller.starter.listener_added(self, listener)
+        return result
 
-    DataStreamWriter.option = option  # type: ignore[method-assign]
-    DataStreamWriter.options = options  # type: ignore[method-assign]
-    DataStreamWriter.queryName = query_name  # type: ignore[method-assign]
-    DataStreamWriter.trigger = trigger  # type: ignore[method-assign]
-    DataStreamWriter.start = start  # type: ignore[method-assign]
-    DataStreamWriter.toTable = to_table  # type: ignore[method-assign]
-    StreamingQueryManager.awaitAnyTermination = await_any_termination  # type: ignore[method-assign]
-    SparkSession.stop = session_stop  # type: ignore[method-assign]
+    cls.awaitAnyTermination = await_any_termination  # type: ignore[attr-defined]
+    cls.addListener = add_listener  # type: ignore[attr-defined]
 
 
-def set_writer_option(writer: Any, key: str, value: str) -> None:
-    """Set an option on ``writer`` bypassing the patches (flinkish's own settings)."""
-    writer._jwrite = writer._jwrite.option(key, value)
+def _patch_stop(cls: type) -> None:
+    """``SparkSession.stop`` / ``SparkContext.stop``: stop the job's queries, keep Spark."""
+    _save(cls, ("stop",))
+
+    def stop(self: Any) -> None:
+        if _controller is None:
+            return original(cls, "stop")(self)
+        _controller.starter.session_stopped()
+        return None
+
+    cls.stop = stop  # type: ignore[attr-defined]
 
 
-def set_writer_trigger(writer: Any, **kwargs: Any) -> None:
-    """Set a trigger on ``writer`` bypassing the patches."""
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+# -- flinkish's own calls, bypassing the patches --------------------------------------------
+def set_writer_option(flavour: Flavour, writer: Any, key: str, value: str) -> None:
+    """Set an option on ``writer`` as pyspark would, without recording it as the script's."""
+    original(flavour.writer, "option")(writer, key, value)
 
-    _originals.get("DataStreamWriter.trigger", DataStreamWriter.trigger)(writer, **kwargs)
+
+def set_writer_trigger(flavour: Flavour, writer: Any, **kwargs: Any) -> None:
+    """Set a trigger on ``writer`` without recording it as the script's."""
+    original(flavour.writer, "trigger")(writer, **kwargs)
 
 
-def stop_session(spark: Any) -> None:
-    """Really stop the session (the script's own ``stop()`` is deferred)."""
-    stop = _originals.get("SparkSession.stop")
-    if stop is not None:
-        stop(spark)
-    else:
-        spark.stop()
+def process_all_available(flavour: Flavour, query: Any) -> None:
+    """``processAllAvailable`` for flinkish itself (not one of the program's waits)."""
+    original(flavour.query, "processAllAvailable")(query)
+
+
+def stop_session(flavour: Flavour, spark: Any) -> None:
+    """Really stop the session (the script's own ``stop()`` only stops its queries)."""
+    original(flavour.session, "stop")(spark)

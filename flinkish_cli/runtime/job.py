@@ -19,9 +19,9 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,9 +37,11 @@ from flinkish_cli.registry.control import (
 )
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime import hooks
+from flinkish_cli.runtime import faults, hooks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
 from flinkish_cli.runtime.failures import short_cause
+from flinkish_cli.runtime.flavour import CLASSIC, Flavour
+from flinkish_cli.runtime.identity import QueryIdentity
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.submission.plan import JobPlan
 
@@ -51,6 +53,12 @@ GRACEFUL_STOP_TIMEOUT = 120.0
 CANCEL_GRACE = 15.0
 #: How long ``flinkish checkpoint`` waits for the next committed batch of every query.
 CHECKPOINT_WAIT = 600.0
+#: The driver's exit status when Spark's JVM is gone: the supervisor restarts the driver.
+EXIT_JVM_LOST = 75
+
+
+class SparkLostError(Exception):
+    """Spark's JVM (classic) is gone: nothing in this process can run the job any more."""
 
 
 class JobRuntime:
@@ -62,10 +70,12 @@ class JobRuntime:
         self,
         plan: JobPlan,
         registry: JobRegistry,
+        flavour: Flavour,
         settings: Any = None,
         rules: CheckpointRules | None = None,
     ) -> None:
         self.plan = plan
+        self.flavour = flavour
         self.registry = registry
         self.settings = settings
         self.rules = rules or CheckpointRules()
@@ -74,6 +84,7 @@ class JobRuntime:
         self.status = registry.find(plan.job_id) or JobStatus(job_id=plan.job_id, name=plan.name)
         self.status.host = socket.gethostname()
         self.status.pid = os.getpid()
+        self.status.supervisor_pid = _supervisor_pid(plan)
         self.status.log_path = plan.log_path
         self.status.heartbeat_timeout = plan.heartbeat_timeout_s
         self.status.master = plan.master
@@ -90,10 +101,15 @@ class JobRuntime:
         self._write_lock = threading.Lock()
         self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flinkish-control")
         self._inflight: set[str] = set()
-        self.restorer = JobRestorer(plan, registry.storage, settings)
+        self.restorer = JobRestorer(plan, settings, registry)
         self.watcher = BatchWatcher(self.rules, self._fail_checkpoints)
         self._failure: BaseException | None = None  # a checkpoint rule failed the job
-        self.has_run = False  # the job reached RUNNING at least once
+        self.has_run = False  # the program reached its first wait, or a batch committed
+        self._identities: dict[str, QueryIdentity] = {}
+        self._script_listeners: list[tuple[Any, Any]] = []
+        self._program_stopped = False  # the program called spark.stop()
+        self._parent = os.getppid()  # classic: spark-submit's JVM started this process
+        self._jvm_lost = False
 
     # -- status --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -134,6 +150,14 @@ class JobRuntime:
     def _beat(self) -> None:
         next_beat = 0.0
         while not self._done.wait(POLL_SECONDS / 2):
+            if self.spark_lost():
+                log.error(
+                    "Spark's JVM (pid %s) is gone; the driver exits so that it can be "
+                    "restarted under the job's restart strategy.",
+                    self._parent,
+                )
+                logging.shutdown()
+                os._exit(EXIT_JVM_LOST)
             if self._dirty.is_set() or time.time() >= next_beat:
                 late = time.time() - self.status.heartbeat - self.plan.heartbeat_interval_s
                 if late > self.plan.heartbeat_interval_s:
@@ -152,39 +176,134 @@ class JobRuntime:
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
 
-    # -- QueryStarter (hooks) ------------------------------------------------------------
-    def configure(self, writer: Any, name: str) -> None:
-        from flinkish_cli.storage import join
+    def spark_lost(self) -> bool:
+        """Classic Spark: the JVM that started this driver has exited (its orphan now)."""
+        if self.flavour.name != CLASSIC or self.plan.deploy_mode != "client":
+            return False
+        if not self._jvm_lost and os.getppid() != self._parent:
+            self._jvm_lost = True
+        return self._jvm_lost
 
-        checkpoint = join(self.plan.job_dir, name)
-        self.restorer.restore_query(name, checkpoint, self.spark)
-        hooks.set_writer_option(writer, "checkpointLocation", checkpoint)
+    # -- QueryStarter (hooks) ------------------------------------------------------------
+    def attach(self, spark: Any) -> None:
+        """The program's SparkSession, met at its first query: listen to its queries."""
+        if self.spark is spark:
+            return
+        self.spark = spark
+        from flinkish_cli.runtime.listener import StatusListener
+
+        hooks.original(self.flavour.manager, "addListener")(spark.streams, StatusListener(self))
+
+    def configure(self, writer: Any, query: QueryIdentity, spark: Any) -> None:
+        """Checkpoint (restored first when the job resumes) and trigger of a starting query."""
+        self.attach(spark)
+        checkpoint, owner = self._checkpoint_of(writer, query, spark)
+        target = self._storage_of(checkpoint, owner)
+        self.restorer.restore_query(
+            query,
+            target,
+            checkpoint,
+            spark,
+            script_owned=owner == "script",
+            repartition=self.flavour.repartition,
+        )
+        if owner == "flinkish":
+            hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
+        script_trigger = getattr(writer, "_flinkish_trigger", None)
         if self.plan.runtime_mode == "BATCH":
-            hooks.set_writer_trigger(writer, availableNow=True)
-        elif not getattr(writer, "_flinkish_trigger", None):
+            if script_trigger and not script_trigger.get("availableNow"):
+                log.info(
+                    "%s: BATCH mode runs it with availableNow (the script set %s).",
+                    query.label(),
+                    script_trigger,
+                )
+            hooks.set_writer_trigger(self.flavour, writer, availableNow=True)
+        elif not script_trigger:
             interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
             if interval_ms:
-                hooks.set_writer_trigger(writer, processingTime=f"{interval_ms} milliseconds")
+                hooks.set_writer_trigger(
+                    self.flavour, writer, processingTime=f"{interval_ms} milliseconds"
+                )
+        if query.generated:
+            log.info(
+                "Streaming query #%s has no name: its identity is '%s' (%s), generated from "
+                "the order in which the program starts its unnamed queries. Name it with "
+                ".queryName('...') so that its state survives changes to the program.",
+                query.identity.rsplit("-", 1)[-1],
+                query.identity,
+                query.shape.describe(),
+            )
         with self._lock:
-            existing = self.status.queries.get(name)
-            if existing is None:
-                self.status.queries[name] = QueryStatus(name=name, checkpoint=checkpoint)
+            self.status.queries[query.identity] = QueryStatus(
+                name=query.identity, checkpoint=checkpoint
+            )
+            self._identities[query.identity] = query
 
-    def started(self, name: str, query: Any) -> None:
+    def _checkpoint_of(self, writer: Any, query: QueryIdentity, spark: Any) -> tuple[str, str]:
+        """The query's checkpoint and who owns it: the script's own, as Spark would use it,
+        or flinkish's ``<execution.checkpointing.dir>/<JobID>/<identity>``."""
+        from flinkish_cli.storage import join
+
+        own = getattr(writer, "_flinkish_checkpoint", None)
+        if own:
+            return str(own).rstrip("/"), "script"
+        if query.spark_name is not None:
+            try:
+                root = spark.conf.get("spark.sql.streaming.checkpointLocation", None)
+            except Exception:
+                root = None
+            if root:  # Spark's own rule for named queries: <root>/<queryName>
+                return join(str(root).rstrip("/"), str(query.spark_name)), "script"
+        return join(self.plan.job_dir, query.identity), "flinkish"
+
+    def _storage_of(self, path: str, owner: str) -> Any:
+        """The storage of a query's checkpoint (the registry's, unless the script chose)."""
+        if owner == "flinkish":
+            return self.registry.storage
+        from flinkish_cli.storage import open_storage
+
+        return open_storage(path, self.settings)
+
+    def started(self, query: QueryIdentity, handle: Any) -> None:
         with self._lock:
-            self.queries[name] = query
-            entry = self.status.queries[name]
-            entry.query_id = str(query.id)
-            entry.run_id = str(query.runId)
+            self.queries[query.identity] = handle
+            entry = self.status.queries[query.identity]
+            entry.query_id = str(handle.id)
+            entry.run_id = str(handle.runId)
             entry.active = True
-        log.info("Query '%s' started (id %s).", name, query.id)
+            if self.status.state in (JobState.CREATED, JobState.RESTARTING):
+                self.status.state = JobState.RUNNING
+        log.info("%s started (id %s, checkpoint %s).", query.label(), handle.id, entry.checkpoint)
+        self.flush()
 
-    def all_started(self) -> None:
+    def first_wait(self) -> None:
+        """The program waits on its queries: they are the job (restore checked here)."""
+        self.restorer.check_all_found(list(self.queries))
         self.has_run = True
         with self._lock:
             if self.status.state in (JobState.CREATED, JobState.RESTARTING):
                 self.status.state = JobState.RUNNING
         self.flush()
+
+    def listener_added(self, manager: Any, listener: Any) -> None:
+        self._script_listeners.append((manager, listener))
+
+    def session_stopped(self) -> None:
+        """The program called ``spark.stop()``: its queries stop, as they would in Spark."""
+        log.info("The program stopped its SparkSession: stopping its queries.")
+        self._program_stopped = True
+        for handle in self._all_active():
+            with contextlib.suppress(Exception):
+                handle.stop()
+
+    def _all_active(self) -> list[Any]:
+        """Every active query of the session (the job's, and any started around the hooks)."""
+        handles = list(self.queries.values())
+        if self.spark is not None:
+            with contextlib.suppress(Exception):
+                known = {str(h.id) for h in handles}
+                handles += [q for q in self.spark.streams.active if str(q.id) not in known]
+        return [h for h in handles if _is_active(h)]
 
     # -- listener ------------------------------------------------------------------------
     def on_started(self, name: str | None, query_id: str, run_id: str) -> None:
@@ -198,6 +317,7 @@ class JobRuntime:
                 return
             done = Progress.from_spark(progress)
             entry.record(done)
+        self.has_run = True
         self._dirty.set()
         self.watcher.completed(str(name), done)
         with self._lock:
@@ -260,7 +380,10 @@ class JobRuntime:
             reason = args.get("reason") or "Stopped by user."
             accepted = self.request_end(JobState.CANCELED, reason, graceful=True)
         elif action == "stop":
-            path = self.stop_with_savepoint(str(args["target"]), bool(args.get("drain")))
+            end_state = JobState(str(args.get("end_state") or "FINISHED").upper())
+            if end_state not in (JobState.FINISHED, JobState.CANCELED):
+                end_state = JobState.FINISHED
+            path = self.stop_with_savepoint(str(args["target"]), bool(args.get("drain")), end_state)
             return ControlResponse(request.request_id, ok=True, result={"path": path})
         elif action == "savepoint":
             self._require_live("take a savepoint of")
@@ -288,9 +411,9 @@ class JobRuntime:
 
     # -- savepoints and checkpoints ------------------------------------------------------
     def _query_dirs(self) -> dict[str, str]:
-        from flinkish_cli.storage import join
-
-        return {name: join(self.plan.job_dir, name) for name in self.queries}
+        """Each query's checkpoint directory, as recorded when it started."""
+        with self._lock:
+            return {name: self.status.queries[name].checkpoint for name in self.queries}
 
     def take_savepoint(self, target_dir: str) -> str:
         """A savepoint of every query at its last committed batch (the job may be running)."""
@@ -307,20 +430,33 @@ class JobRuntime:
             self.plan.job_id,
             self.plan.name,
             pyspark.__version__,
+            before_copy=lambda: faults.inject("savepoint-snapshot", self.plan.attempt),
+            shapes={
+                name: query.shape.to_text()
+                for name, query in self._identities.items()
+                if query.generated and name in self.queries
+            },
         )
         log.info("Savepoint completed: %s", path)
         return path
 
-    def stop_with_savepoint(self, target_dir: str, drain: bool) -> str:
+    def stop_with_savepoint(
+        self, target_dir: str, drain: bool, end_state: JobState = JobState.FINISHED
+    ) -> str:
         """Stop every query between batches (after all available input with ``drain``),
-        take the savepoint, and let the job end FINISHED."""
+        take the savepoint, and let the job end ``end_state`` (FINISHED for ``stop``,
+        CANCELED for Flink's deprecated ``cancel --withSavepoint``)."""
         self._require_live("stop")
         with self._lock:
-            self._ending, self._ending_cause = JobState.FINISHED, None
+            if self._ending is not None:
+                raise JobError(f"Job {self.plan.job_id} is already ending.")
+            self._ending, self._ending_cause = end_state, None
+            if end_state is JobState.CANCELED:
+                self._ending_cause = "Canceled with a savepoint."
         if drain:
             for name, query in list(self.queries.items()):
                 log.info("Draining query '%s' before the savepoint.", name)
-                query.processAllAvailable()
+                hooks.process_all_available(self.flavour, query)
         for query in list(self.queries.values()):
             stop_between_batches(query)
         try:
@@ -370,9 +506,6 @@ class JobRuntime:
         return not status.get("isDataAvailable") and not status.get("isTriggerActive")
 
     # -- restore and checkpoint rules ----------------------------------------------------
-    def before_start(self, names: list[str]) -> None:
-        self.restorer.before_start(names)
-
     def _last_batch(self, name: str) -> int | None:
         with self._lock:
             entry = self.status.queries.get(name)
@@ -419,12 +552,15 @@ class JobRuntime:
 
     def _delete_checkpoints(self, state: JobState) -> None:
         """execution.checkpointing.externalized-checkpoint-retention: delete the queries'
-        checkpoints (the job's status stays, for ``list -a``)."""
+        checkpoints flinkish owns (the job's status stays, for ``list -a``); a checkpoint
+        location the script chose is the script's, and stays."""
         from flinkish_cli.storage import join
 
-        for name in list(self.status.queries):
+        for name, entry in list(self.status.queries.items()):
+            if entry.checkpoint != join(self.plan.job_dir, name):
+                continue
             with contextlib.suppress(Exception):
-                self.registry.storage.delete_tree(join(self.plan.job_dir, name))
+                self.registry.storage.delete_tree(entry.checkpoint)
         log.info(
             "Deleted the checkpoints of job %s (%s, retention %s).",
             self.plan.job_id,
@@ -444,13 +580,19 @@ class JobRuntime:
 
     # -- attempts and restarts -----------------------------------------------------------
     def run_attempt(self) -> BaseException | None:
-        """Run the job's program once, until its queries end; the failure, if any."""
+        """Run the job's program once, until its queries end; the failure, if any.
+
+        As under ``spark-submit``, the job ends when its program returns: in STREAMING mode
+        queries still running then are stopped (between batches); in BATCH mode, where every
+        query is bounded, the job waits for them to process the input available.
+        """
         from flinkish_cli.runtime.program import run_program
 
-        controller = hooks.QueryController(self)
+        controller = hooks.QueryController(self, self.flavour)
         hooks.install(controller)
         self.queries = {}
         self._failure = None
+        self._program_stopped = False
         self.watcher.reset()
         try:
             try:
@@ -460,11 +602,24 @@ class JobRuntime:
                     raise RuntimeError(
                         f"The job's program exited with status {exit_.code}."
                     ) from None
-            controller.start_pending()
-            if not self.queries:
-                self.all_started()
+            controller.wait_point()
+            if self.plan.runtime_mode != "BATCH" and self._ending is None:
+                running = self._all_active()
+                if running:
+                    log.info(
+                        "The job's program returned while %d quer%s still ran: stopping "
+                        "them between micro-batches (the job ends with its program, as under "
+                        "spark-submit).",
+                        len(running),
+                        "y" if len(running) == 1 else "ies",
+                    )
+                    for handle in running:
+                        with contextlib.suppress(Exception):
+                            stop_between_batches(handle)
             return self.wait_for_queries()
         except BaseException as error:  # the script's failure is the job's failure
+            if self.spark_lost():
+                return SparkLostError("Spark's JVM exited while the job ran.")
             if self._failure is not None:
                 return self._failure
             log.error("The job's program failed.", exc_info=error)
@@ -476,7 +631,8 @@ class JobRuntime:
         return self._ending is not None
 
     def restart_after(self, error: BaseException, delay: float, program: str | None) -> bool:
-        """Record RESTARTING, stop what still runs, wait ``delay``; False if cancelled."""
+        """Record RESTARTING, clear what the failed attempt left, wait ``delay``; False if
+        the job was cancelled meanwhile."""
         cause = short_cause(error, program)
         log.warning("Job failed: %s. Restarting in %.1f s.", cause, delay)
         with self._lock:
@@ -484,10 +640,7 @@ class JobRuntime:
             self.status.restarts += 1
             self.status.failure_cause = cause
         self.flush()
-        for query in list(self.queries.values()):
-            with contextlib.suppress(Exception):
-                if query.isActive:
-                    query.stop()
+        self.clear_attempt()
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline:
             if self._ending is not None:
@@ -495,15 +648,33 @@ class JobRuntime:
             time.sleep(0.1)
         return self._ending is None
 
+    def clear_attempt(self) -> None:
+        """Nothing of a failed attempt leaks into the next: its queries stop, Spark forgets
+        their terminations (``awaitAnyTermination`` would return at once otherwise), the
+        listeners the script added go, and the job's own modules are imported afresh."""
+        for handle in self._all_active():
+            with contextlib.suppress(Exception):
+                handle.stop()
+        if self.spark is not None:
+            with contextlib.suppress(Exception):
+                self.spark.streams.resetTerminated()
+            for manager, listener in self._script_listeners:
+                with contextlib.suppress(Exception):
+                    manager.removeListener(listener)
+        self._script_listeners.clear()
+        forget_job_modules()
+
     # -- end -----------------------------------------------------------------------------
     def wait_for_queries(self) -> BaseException | None:
         """Wait until every query has ended; the first query failure, if any."""
         while True:
             if self._failure is not None:
                 return self._failure
+            if self.spark_lost():
+                return SparkLostError("Spark's JVM exited while the job ran.")
             active = False
             for query in list(self.queries.values()):
-                if query.isActive:
+                if _is_active(query):
                     active = True
                     continue
                 error = query.exception()
@@ -544,9 +715,41 @@ class JobRuntime:
             self._delete_checkpoints(state)
         self._set_state(state, cause if state is not JobState.FINISHED else None)
         log.info("Job %s ended %s.%s", self.plan.job_id, state.value, f" {cause}" if cause else "")
-        if self.plan.run_dir and os.path.isdir(self.plan.run_dir):
-            shutil.rmtree(self.plan.run_dir, ignore_errors=True)
-        return state
+        return state  # the run directory is the supervisor's to remove
+
+
+def _supervisor_pid(plan: JobPlan) -> int | None:
+    """The pid of the job's supervisor, from the run directory it owns (client mode)."""
+    if not plan.run_dir:
+        return None
+    try:
+        with open(os.path.join(plan.run_dir, "supervisor.pid"), encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _is_active(query: Any) -> bool:
+    try:
+        return bool(query.isActive)
+    except Exception:  # the session or the JVM is going away
+        return False
+
+
+#: Modules loaded before the job's program first ran (flinkish, pyspark, the standard library).
+_BASE_MODULES = frozenset(sys.modules)
+
+
+def forget_job_modules() -> None:
+    """Drop the modules the job's program imported from its own code, so that a restarted
+    attempt imports them afresh (module-level state starts over, as in a new process)."""
+    prefixes = tuple({sys.prefix, sys.base_prefix, os.path.dirname(os.__file__)})
+    for name, module in list(sys.modules.items()):
+        if name in _BASE_MODULES or name.startswith(("pyspark", "py4j", "flinkish_cli")):
+            continue
+        path = getattr(module, "__file__", None) or ""
+        if path and not path.startswith(prefixes):
+            del sys.modules[name]
 
 
 def stop_between_batches(query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT) -> None:

@@ -59,6 +59,7 @@ def local_session(master: str, conf: Mapping[str, str]) -> Iterator[Any]:
             try:
                 yield spark
             finally:
+                from flinkish_cli.runtime.flavour import classic
                 from flinkish_cli.runtime.hooks import stop_session
 
-                stop_session(spark)
+                stop_session(classic(), spark)

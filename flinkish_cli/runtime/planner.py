@@ -13,30 +13,39 @@ from dataclasses import dataclass
 from typing import Any
 
 from flinkish_cli.runtime import hooks
+from flinkish_cli.runtime.identity import is_generated
 from flinkish_cli.submission.plan import Entry
 
 
 @dataclass
 class QueryPlan:
-    """One query: its name, output mode and Spark's extended explain output."""
+    """One query: its identity, Spark's extended explain output, and a note on generated
+    identities (an unnamed query is known by its order of start)."""
 
     name: str
     plan: str
+    generated: bool = False
+    note: str | None = None
 
 
 class _Planner:
+    """A :class:`~flinkish_cli.runtime.hooks.QueryStarter` that starts nothing."""
+
     dry_run = True
 
-    def before_start(self, names: list[str]) -> None:
+    def configure(self, writer: Any, query: Any, spark: Any) -> None:
         return None
 
-    def configure(self, writer: Any, name: str) -> None:
+    def started(self, query: Any, handle: Any) -> None:
         return None
 
-    def started(self, name: str, query: Any) -> None:
+    def first_wait(self) -> None:
         return None
 
-    def all_started(self) -> None:
+    def listener_added(self, manager: Any, listener: Any) -> None:
+        return None
+
+    def session_stopped(self) -> None:
         return None
 
 
@@ -48,7 +57,9 @@ def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[
     from flinkish_cli.runtime.program import run_program
 
     with local_session(master, spark_conf):
-        controller = hooks.QueryController(_Planner())
+        from flinkish_cli.runtime.flavour import classic
+
+        controller = hooks.QueryController(_Planner(), classic())
         hooks.install(controller)
         try:
             with contextlib.redirect_stdout(io.StringIO()):
@@ -67,5 +78,17 @@ def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[
             buffer = io.StringIO()
             with contextlib.redirect_stdout(buffer):
                 writer._df.explain(extended=True)
-            plans.append(QueryPlan(name=name, plan=buffer.getvalue().rstrip()))
+            generated = is_generated(name) and getattr(writer, "_flinkish_name", None) is None
+            note = (
+                f"This query has no name: '{name}' is generated from the order in which the "
+                "program starts its unnamed queries. Name it with .queryName('...') so that "
+                "its state survives changes to the program."
+                if generated
+                else None
+            )
+            plans.append(
+                QueryPlan(
+                    name=name, plan=buffer.getvalue().rstrip(), generated=generated, note=note
+                )
+            )
         return plans

@@ -151,3 +151,16 @@ def from_config(config: Any) -> RestartStrategy:
             attempts=int(config.get(prefix + "attempts-before-reset-backoff")),
         )
     return NoRestart()
+
+
+def replay(config: Any, failures: list[float], now: float) -> Decision:
+    """The decision for a failure at ``now``, after the job's earlier ``failures``.
+
+    A strategy's state is the history of the job's failures, kept in the job's status, so
+    that restarts inside a driver and restarts of a dead driver (by its supervisor) are
+    judged by one strategy across processes.
+    """
+    strategy = from_config(config)
+    for moment in failures:
+        strategy.on_failure(moment)
+    return strategy.on_failure(now)

@@ -1,10 +1,18 @@
 """Restoring a job's queries inside its driver, from a savepoint or retained checkpoint.
 
 The CLI has already checked the source (:func:`flinkish_cli.savepoints.restore.plan_restore`);
-here, just before the job's queries start, the driver reads it again (HDFS is only reachable
-from here), matches its queries to the job's, copies each query's state into the job's own
-checkpoint directory, repartitions it when the parallelism changed, and, in ``claim`` mode,
-deletes the source once the job has committed its own first checkpoints.
+the driver reads it again when the program starts its first query (HDFS is only reachable
+from here). Then, query by query, just before each starts:
+
+- a query the savepoint knows gets the savepoint's state copied into its checkpoint (a
+  generated identity must still be the same kind of query: same sink, same sources);
+- a query the savepoint does not know starts fresh (a new query, as a new operator in Flink);
+- the state is repartitioned when the session's shuffle partitions differ from the
+  savepoint's (RocksDB; Spark keeps a checkpoint's partitions otherwise).
+
+At the program's first wait every query of the savepoint must have found its query, unless
+``--allowNonRestoredState``. In ``claim`` mode the source is deleted once every restored
+query has committed a batch of its own.
 """
 
 from __future__ import annotations
@@ -13,6 +21,9 @@ import logging
 import threading
 from typing import Any
 
+from flinkish_cli.errors import SavepointError
+from flinkish_cli.runtime import faults
+from flinkish_cli.runtime.identity import QueryIdentity, QueryShape
 from flinkish_cli.submission.plan import JobPlan
 
 log = logging.getLogger("flinkish.runtime")
@@ -21,53 +32,196 @@ log = logging.getLogger("flinkish.runtime")
 class JobRestorer:
     """The restore of one job (nothing happens when the job starts fresh)."""
 
-    def __init__(self, plan: JobPlan, target: Any, settings: Any) -> None:
+    def __init__(self, plan: JobPlan, settings: Any, registry: Any) -> None:
         self.plan = plan
-        self.target = target  # the storage of the job's checkpoints
         self.settings = settings
+        self.registry = registry  # restore markers live in the job's metadata
         self.source: Any = None  # RestoreSource, read when the first query starts
         self.source_storage: Any = None
-        self.restored: dict[str, int] = {}  # query name -> the batch it resumed after
+        self.seen: set[str] = set()  # identities handled (a restart never restores again)
+        self.restored: dict[str, int] = {}  # identity -> the batch it resumed after
+        self.validated = False  # every savepoint query found its query (first wait)
         self._claimed = False
 
-    def before_start(self, names: list[str]) -> None:
-        """Read the source and check that the job's queries match it."""
-        restore = self.plan.restore
-        if restore is None or self.source is not None:
+    @property
+    def active(self) -> bool:
+        return self.plan.restore is not None
+
+    def _open(self) -> None:
+        if self.source is not None or self.plan.restore is None:
             return
-        from flinkish_cli.savepoints.restore import match_queries, open_source
+        from flinkish_cli.savepoints.restore import open_source
         from flinkish_cli.storage import open_storage
 
-        self.source_storage = open_storage(restore.source, self.settings)
-        self.source = open_source(self.source_storage, restore.source)
-        match_queries(self.source.manifest, names, restore.allow_non_restored_state)
+        self.source_storage = open_storage(self.plan.restore.source, self.settings)
+        self.source = open_source(self.source_storage, self.plan.restore.source)
 
-    def restore_query(self, name: str, checkpoint: str, spark: Any) -> None:
-        """Put the query's state into ``checkpoint`` (once, and never over newer state)."""
-        from flinkish_cli.savepoints.restore import check_rescale, repartition, restore_query
-
-        if self.source is None or name in self.restored:
-            return
-        query = self.source.manifest.query(name)
-        if query is None or self.target.exists(checkpoint):
-            return  # no state for it, or a restart: the job's own checkpoint is newer
-        restore_query(self.source_storage, self.source, name, self.target, checkpoint)
-        self.restored[name] = query.last_committed_batch
-        backend = str(self.plan.flink_conf.get("state.backend.type", "hashmap")).lower()
-        if name in check_rescale(self.source.manifest, self.plan.parallelism, backend):
-            log.info(
-                "Repartitioning the state of query '%s' from %s to %s partitions.",
-                name,
-                query.shuffle_partitions,
-                self.plan.parallelism,
+    def restore_query(
+        self,
+        query: QueryIdentity,
+        target: Any,
+        checkpoint: str,
+        spark: Any,
+        script_owned: bool,
+        repartition: Any,
+    ) -> None:
+        """Put the query's state into ``checkpoint`` before it starts (once per job)."""
+        if self.plan.restore is None or query.identity in self.seen:
+            return  # a fresh job, or a restarted attempt: the job's own checkpoint is newer
+        self.seen.add(query.identity)
+        if self.plan.attempt > 0 and target.exists(checkpoint):
+            if self._marker(query.identity) != "started":
+                return  # a restarted driver: the job's own checkpoint is newer
+            log.warning(
+                "The restore of %s into %s was interrupted (its driver died): restoring again.",
+                query.label(),
+                checkpoint,
             )
-            repartition(spark, checkpoint, self.plan.parallelism)
-            self.restored[name] += 1
+            target.delete_tree(checkpoint)
+        self._open()
+        saved = self.source.manifest.query(query.identity)
+        if saved is None:
+            log.info("%s is not in %s: it starts fresh.", query.label(), self.source.path)
+            return
+        self._check_shape(query, saved)
+        if target.exists(checkpoint):
+            self._check_existing(query, target, checkpoint, saved, script_owned)
+            return
+        from flinkish_cli.savepoints.restore import restore_query
+
+        self._mark(query.identity, "started")
+        restore_query(self.source_storage, self.source, query.identity, target, checkpoint)
+        faults.inject("restore-copied", self.plan.attempt)
+        self.restored[query.identity] = saved.last_committed_batch
+        if self._rescale(query, saved, checkpoint, spark, repartition):
+            faults.inject("restore-repartitioned", self.plan.attempt)
+        self._mark(query.identity, "done")
+
+    def _marker_path(self, identity: str) -> str:
+        from flinkish_cli.storage import join
+
+        return join(self.registry.meta_dir(self.plan.job_id), "restore", identity)
+
+    def _mark(self, identity: str, stage: str) -> None:
+        """A restore is ``started`` before its first file is copied and ``done`` after the
+        state is in place (repartitioned too): a driver that died in between is redone."""
+        self.registry.storage.write_text(self._marker_path(identity), stage)
+
+    def _marker(self, identity: str) -> str | None:
+        try:
+            return self.registry.storage.read_text(self._marker_path(identity)).strip()
+        except Exception:
+            return None
+
+    def _rescale(
+        self, query: QueryIdentity, saved: Any, checkpoint: str, spark: Any, repartition: Any
+    ) -> bool:
+        """Repartition restored state to the session's shuffle partitions (RocksDB); True
+        when the state was repartitioned."""
+        partitions = _session_partitions(spark, self.plan.parallelism)
+        if not saved.stateful or not saved.shuffle_partitions:
+            return False
+        if saved.shuffle_partitions == partitions:
+            return False
+        if "RocksDB" not in (saved.state_store_provider or ""):
+            log.warning(
+                "%s keeps its state in %s partitions (hashmap state backend: Spark keeps a "
+                "checkpoint's partitions); the session asks for %s.",
+                query.label(),
+                saved.shuffle_partitions,
+                partitions,
+            )
+            return False
+        log.info(
+            "Repartitioning the state of %s from %s to %s partitions.",
+            query.label(),
+            saved.shuffle_partitions,
+            partitions,
+        )
+        try:
+            repartition(spark, checkpoint, partitions)
+        except SavepointError:
+            raise
+        except Exception as error:
+            from flinkish_cli.runtime.failures import short_cause
+
+            raise SavepointError(
+                f"Spark could not repartition the state of {query.label()} in {checkpoint} to "
+                f"{partitions} partitions: {short_cause(error)}",
+                "The savepoint is unchanged; run again with its parallelism "
+                f"(-p {saved.shuffle_partitions}) or retry.",
+            ) from error
+        self.restored[query.identity] += 1
+        return True
+
+    def _check_shape(self, query: QueryIdentity, saved: Any) -> None:
+        """A generated identity must still name the same kind of query."""
+        if not query.generated:
+            return
+        before = QueryShape.from_text(getattr(saved, "shape", None))
+        if before is None or before.matches(query.shape):
+            return
+        raise SavepointError(
+            f"The job's unnamed query '{query.identity}' ({query.shape.describe()}) does not "
+            f"match the savepoint's '{query.identity}' ({before.describe()}): the program's "
+            "unnamed queries changed order or kind since the savepoint.",
+            "Unnamed queries are known by their order of start; name them with "
+            ".queryName('...') (naming a query 'unnamed-<n>' keeps that state), or pass "
+            "-n/--allowNonRestoredState to start without the savepoint's state for it.",
+        )
+
+    def _check_existing(
+        self, query: QueryIdentity, target: Any, checkpoint: str, saved: Any, script_owned: bool
+    ) -> None:
+        """The query's checkpoint already exists (the script's own checkpointLocation)."""
+        from flinkish_cli.savepoints.create import snapshot_query
+
+        try:
+            current = snapshot_query(target, checkpoint, query.identity, require_commit=False)
+            at = current.manifest.last_committed_batch
+        except Exception:
+            at = None
+        if at == saved.last_committed_batch:
+            log.info(
+                "%s: %s is already at the savepoint's batch %s.", query.label(), checkpoint, at
+            )
+            return
+        owner = "the script's checkpointLocation" if script_owned else "the job's checkpoint"
+        raise SavepointError(
+            f"Cannot restore {query.label()}: {owner} {checkpoint} already holds batch {at}, "
+            f"the savepoint {self.source.path} is at batch {saved.last_committed_batch}.",
+            "flinkish never overwrites a checkpoint: move that directory away to restore the "
+            "savepoint, or run without -s to resume from the checkpoint.",
+        )
+
+    def check_all_found(self, identities: list[str]) -> None:
+        """At the program's first wait: every savepoint query has found its query."""
+        if self.plan.restore is None or self.validated:
+            return
+        if self.plan.attempt > 0:  # checked by the job's first driver (a claim may be gone)
+            self.validated = True
+            return
+        self._open()
+        missing = [q.name for q in self.source.manifest.queries if q.name not in identities]
+        if missing and not self.plan.restore.allow_non_restored_state:
+            names = ", ".join(repr(m) for m in missing)
+            raise SavepointError(
+                f"The savepoint {self.source.path} has state for "
+                f"quer{'y' if len(missing) == 1 else 'ies'} {names}, which the job did not "
+                f"start (it started: {', '.join(identities) or 'nothing'}).",
+                "Start those queries as before (same queryName, or for unnamed queries the "
+                "same order), or pass -n/--allowNonRestoredState to skip that state.",
+            )
+        if missing:
+            log.warning("Skipping the savepoint's state of %s (-n).", ", ".join(missing))
+        self.validated = True
 
     def claim_if_done(self, last_batches: dict[str, int | None]) -> None:
         """``claim``: once every restored query has committed a new batch, delete the source."""
         restore = self.plan.restore
         if self._claimed or self.source is None or not restore or restore.claim_mode != "claim":
+            return
+        if not self.validated or not self.restored:
             return
         if not all((last_batches.get(name) or -1) > batch for name, batch in self.restored.items()):
             return
@@ -86,3 +240,11 @@ class JobRestorer:
                 log.warning("Could not delete the claimed %s: %s", source.path, error)
 
         threading.Thread(target=delete, name="flinkish-claim", daemon=True).start()
+
+
+def _session_partitions(spark: Any, default: int) -> int:
+    """The shuffle partitions the session runs with (the script may have set them)."""
+    try:
+        return int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except Exception:
+        return default

@@ -3,14 +3,19 @@
 Runs in the job's driver (which can reach every storage the job uses, HDFS included),
 while the queries keep running, or after a graceful stop. The steps, for each query:
 
-1. find its last committed batch C (the newest ``commits/<C>``);
+1. find its last committed batch C (the newest ``commits/<C>``), and refuse a checkpoint
+   that holds a symbolic link or another special file (nothing is ever copied through a
+   link) or whose log entries for C are damaged;
 2. choose the files that resume at C (see :mod:`.layout`);
 3. copy them into ``<savepoint>/<query>/``: hard links on one local file system, server-side
    copies within S3, parallel multipart transfers between local disk and S3;
-4. checksum what landed;
+4. checksum what landed (SHA-256), checking each file against the Hadoop checksum Spark
+   wrote with it, so a damaged checkpoint file is refused rather than saved;
 
-and finally write ``_metadata``. Should the driver die before that, the directory has no
-manifest and no restore, info or dispose treats it as a savepoint.
+then make it durable (``fsync`` of every file and directory on local disk) and only then
+write ``_metadata``, atomically and synced. Should the driver die or the storage fail
+before that, the directory has no manifest and no restore, info or dispose treats it as a
+savepoint; a failed savepoint is deleted when the storage still allows it.
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ import datetime
 import logging
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flinkish_cli import __version__
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.savepoints import layout
+from flinkish_cli.savepoints.integrity import (
+    DamagedFileError,
+    digest_files,
+    refuse_special_entries,
+)
 from flinkish_cli.savepoints.manifest import METADATA_FILE, FileEntry, Manifest, QueryManifest
 
 if TYPE_CHECKING:
@@ -53,6 +62,25 @@ def _relative(root: str, path: str) -> str:
     return path[len(root.rstrip("/")) + 1 :]
 
 
+class DamagedCheckpointError(SavepointError):
+    """A query's checkpoint with a damaged file (a log entry that does not parse, or a file
+    that does not match the Hadoop checksum Spark wrote with it)."""
+
+    def __init__(self, name: str, directory: str, detail: str, hint: str | None = None) -> None:
+        super().__init__(
+            f"The checkpoint of query '{name}' ({directory}) is damaged: {detail}.", hint
+        )
+        self.query = name
+        self.directory = directory
+        self.detail = detail
+
+
+SAVEPOINT_DAMAGED_HINT = (
+    "No savepoint was written, and the checkpoint was left as it is. Spark could not resume "
+    "the query from it either: if the job stops, resume it from an earlier savepoint."
+)
+
+
 def snapshot_query(
     storage: Storage, directory: str, name: str, require_commit: bool = True
 ) -> QuerySnapshot:
@@ -60,10 +88,15 @@ def snapshot_query(
 
     A savepoint needs a committed batch (``require_commit``); resuming a job's retained
     checkpoint does not: a query killed before its first commit resumes with its planned
-    first batch, as Spark would restart it in place.
+    first batch, as Spark would restart it in place. A checkpoint holding a symbolic link
+    (or another special file) is refused, and so is one whose log entries for that batch
+    do not parse (:class:`DamagedCheckpointError`).
     """
     from flinkish_cli.storage import join
 
+    refuse_special_entries(
+        storage, directory, f"The checkpoint of query '{name}' ({directory})", "Nothing was copied"
+    )
     commits = layout.numbered([i.name for i in _list(storage, join(directory, "commits"))])
     if not commits and require_commit:
         raise SavepointError(
@@ -73,13 +106,22 @@ def snapshot_query(
     last = commits[-1] if commits else -1
     planned = layout.numbered([i.name for i in _list(storage, join(directory, "offsets"))])
     described = last if last >= 0 else (planned[0] if planned else None)
-    offsets = (
-        layout.parse_offsets(
-            described, storage.read_text(join(directory, "offsets", str(described)))
+    try:
+        if last >= 0:
+            layout.check_commit(
+                _read(storage, join(directory, "commits", str(last))), f"commits/{last}"
+            )
+        offsets = (
+            layout.parse_offsets(
+                described, _read(storage, join(directory, "offsets", str(described)))
+            )
+            if described is not None
+            else layout.OffsetLogEntry(-1, 0, {}, [])
         )
-        if described is not None
-        else layout.OffsetLogEntry(-1, 0, {}, [])
-    )
+    except DamagedCheckpointError:
+        raise
+    except SavepointError as error:
+        raise DamagedCheckpointError(name, directory, error.message.rstrip(".")) from None
     files: list[str] = []
     operators: dict[int, set[str]] = {}
     partitions: dict[int, set[str]] = {}
@@ -116,11 +158,11 @@ def snapshot_query(
     metadata_id = None
     if "metadata" in files:
         try:
-            import json
-
-            metadata_id = json.loads(storage.read_text(join(directory, "metadata"))).get("id")
-        except ValueError:
-            metadata_id = None
+            metadata_id = layout.query_id_of(
+                _read(storage, join(directory, "metadata")), "metadata"
+            )
+        except SavepointError as error:
+            raise DamagedCheckpointError(name, directory, error.message.rstrip(".")) from None
     manifest = QueryManifest(
         name=name,
         last_committed_batch=last,
@@ -142,6 +184,11 @@ def _list(storage: Storage, directory: str) -> list:
     return storage.list(directory) if storage.exists(directory) else []
 
 
+def _read(storage: Storage, path: str) -> str:
+    """A small log file as text (undecodable bytes replaced: they fail parsing clearly)."""
+    return storage.read_bytes(path).decode("utf-8", errors="replace")
+
+
 def take_savepoint(
     source: Storage,
     queries: dict[str, str],
@@ -151,17 +198,26 @@ def take_savepoint(
     job_name: str,
     spark_version: str,
     before_copy: Callable[[], None] | None = None,
+    shapes: dict[str, str] | None = None,
 ) -> str:
     """Save ``queries`` (name → checkpoint directory on ``source``) under ``target_dir``.
 
-    Returns the savepoint's path. On failure the partial savepoint is deleted.
+    ``shapes`` records the kind of each query whose identity was generated. Returns the
+    savepoint's path. On failure the partial savepoint is deleted.
     """
     from flinkish_cli.storage import join
 
     if not queries:
         raise SavepointError("The job has no streaming query, so there is nothing to save.")
     path = join(target_dir, new_savepoint_name(job_id))
-    snapshots = [snapshot_query(source, directory, name) for name, directory in queries.items()]
+    try:
+        snapshots = [snapshot_query(source, directory, name) for name, directory in queries.items()]
+    except DamagedCheckpointError as damaged:
+        raise DamagedCheckpointError(
+            damaged.query, damaged.directory, damaged.detail, SAVEPOINT_DAMAGED_HINT
+        ) from None
+    for snapshot in snapshots:
+        snapshot.manifest.shape = (shapes or {}).get(snapshot.name)
     if before_copy is not None:
         before_copy()
     try:
@@ -171,9 +227,17 @@ def take_savepoint(
                 snapshot.directory, target, join(path, snapshot.name), files=snapshot.files
             )
             log.info("Savepoint %s: query '%s': %s", path, snapshot.name, stats)
-            entries += checksum_files(
-                target, path, [f"{snapshot.name}/{f}" for f in snapshot.files]
-            )
+            try:
+                entries += checksum_files(
+                    target, path, [f"{snapshot.name}/{f}" for f in snapshot.files]
+                )
+            except DamagedFileError as damaged:
+                raise DamagedCheckpointError(
+                    snapshot.name,
+                    snapshot.directory,
+                    f"{damaged.relative.partition('/')[2]} {damaged.detail}",
+                    SAVEPOINT_DAMAGED_HINT,
+                ) from None
         manifest = Manifest(
             job_id=job_id,
             job_name=job_name,
@@ -183,7 +247,8 @@ def take_savepoint(
             queries=[s.manifest for s in snapshots],
             files=entries,
         )
-        target.write_text(join(path, METADATA_FILE), manifest.to_json())
+        target.sync_tree(path)  # the data is durable before the manifest vouches for it
+        target.write_text(join(path, METADATA_FILE), manifest.to_json())  # atomic, fsynced
     except BaseException:
         try:
             target.delete_tree(path)
@@ -194,14 +259,10 @@ def take_savepoint(
 
 
 def checksum_files(storage: Storage, root: str, relative: list[str]) -> list[FileEntry]:
-    """Size and SHA-256 of each file, computed in parallel, streaming."""
-    from flinkish_cli.storage import join
-
-    def one(name: str) -> FileEntry:
-        full = join(root, name)
-        return FileEntry(path=name, size=storage.size(full), sha256=storage.checksum(full))
-
-    if not relative:
-        return []
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(one, relative))
+    """Size and SHA-256 of each file, computed in parallel, streaming; a file whose Hadoop
+    checksum file is among ``relative`` is checked against it (:class:`DamagedFileError`)."""
+    digests = digest_files(storage, root, relative)
+    return [
+        FileEntry(path=name, size=digests[name].size, sha256=digests[name].sha256)
+        for name in relative
+    ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name, load_manifest
+from flinkish_cli.storage.local import LocalStorage
+from flinkish_cli.storage.uri import local_path
 
 if TYPE_CHECKING:
     from flinkish_cli.storage import Storage
@@ -15,9 +18,11 @@ def dispose(storage: Storage, path: str) -> Manifest:
     """Delete the savepoint at ``path``; its manifest. Refuses anything that is not one.
 
     A savepoint is recognised by its name (``savepoint-<6 hex>-<12 hex>``) *and* a readable
-    manifest whose files are all inside it; a directory with only one of the two is left
-    alone. An incomplete savepoint (named like one, no manifest) is refused too: delete it by
-    hand if you are sure.
+    flinkish manifest whose files are all inside it; a directory with only one of the two is
+    left alone. An incomplete savepoint (named like one, no manifest) is refused too: delete
+    it by hand if you are sure. So is a savepoint holding a symbolic link anywhere (or given
+    through one): a dispose never follows a link out of the savepoint, and the deletion
+    itself removes links without following them should one appear meanwhile.
     """
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if not is_savepoint_name(name):
@@ -25,6 +30,11 @@ def dispose(storage: Storage, path: str) -> Manifest:
             f"{path} is not a savepoint: savepoint directories are named "
             "savepoint-<6 hex>-<12 hex>.",
             "Nothing was deleted. Give the path that 'flinkish savepoint' printed.",
+        )
+    if isinstance(storage, LocalStorage) and os.path.islink(local_path(path)):
+        raise SavepointError(
+            f"{path} is a symbolic link, not a savepoint directory.",
+            "Nothing was deleted. Give the savepoint's own path.",
         )
     manifest = load_manifest(storage, path, "Nothing was deleted")
     storage.delete_tree(path)

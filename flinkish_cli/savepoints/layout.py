@@ -33,6 +33,7 @@ from flinkish_cli.errors import SavepointError
 #: State files carry their version first: "12.delta", "12.zip", "12_<uuid>.zip", ...
 _VERSIONED_STATE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
 _BATCH_FILE = re.compile(r"^(\d+)(?:\.compact)?$")
+_VERSION = re.compile(r"^v\d+$")
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -80,12 +81,28 @@ class OffsetLogEntry:
         return self.conf.get("spark.sql.streaming.stateStore.providerClass")
 
 
-def parse_offsets(batch_id: int, text: str) -> OffsetLogEntry:
-    """Parse an offset log file (``v1`` header, metadata line, one line per source)."""
+def parse_offsets(batch_id: int, text: str, where: str | None = None) -> OffsetLogEntry:
+    """Parse an offset log file (``v1`` header, metadata line, one line per source).
+
+    :class:`SavepointError` naming ``where`` (default ``offsets/<batch_id>``) when the file is
+    not one (damaged, truncated, or not Spark's).
+    """
+    name = where or f"offsets/{batch_id}"
     lines = text.splitlines()
-    if not lines or not lines[0].startswith("v"):
-        raise SavepointError(f"offsets/{batch_id} is not a Spark offset log entry.")
-    metadata = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
+    if not lines or not _VERSION.match(lines[0].strip()):
+        raise SavepointError(f"{name} is not a Spark offset log entry (no version line).")
+    try:
+        metadata = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
+        if not isinstance(metadata, dict):
+            raise ValueError("its metadata line is not a JSON object")
+        watermark = int(metadata.get("batchWatermarkMs", 0))
+        conf = metadata.get("conf") or {}
+        if not isinstance(conf, dict):
+            raise ValueError("its 'conf' is not a JSON object")
+    except (ValueError, TypeError) as error:
+        raise SavepointError(
+            f"{name} is not a Spark offset log entry (its metadata line: {error})."
+        ) from None
     sources: list[Any] = []
     for line in lines[2:]:
         line = line.strip()
@@ -98,10 +115,36 @@ def parse_offsets(batch_id: int, text: str) -> OffsetLogEntry:
             sources.append(line)
     return OffsetLogEntry(
         batch_id=batch_id,
-        watermark_ms=int(metadata.get("batchWatermarkMs", 0)),
-        conf={k: str(v) for k, v in (metadata.get("conf") or {}).items()},
+        watermark_ms=watermark,
+        conf={str(k): str(v) for k, v in conf.items()},
         sources=sources,
     )
+
+
+def check_commit(text: str, where: str) -> None:
+    """A commit log file (``commits/<N>``): a version line and a JSON object."""
+    lines = text.splitlines()
+    if not lines or not _VERSION.match(lines[0].strip()):
+        raise SavepointError(f"{where} is not a Spark commit log entry (no version line).")
+    try:
+        if len(lines) < 2 or not isinstance(json.loads(lines[1]), dict):
+            raise ValueError("no JSON object")
+    except ValueError as error:
+        raise SavepointError(f"{where} is not a Spark commit log entry ({error}).") from None
+
+
+def query_id_of(text: str, where: str) -> str | None:
+    """The query id in a checkpoint's ``metadata`` file (``{"id": "..."}``)."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as error:
+        raise SavepointError(
+            f"{where} is not a Spark checkpoint metadata file ({error})."
+        ) from None
+    query_id = data.get("id")
+    return str(query_id) if query_id is not None else None
 
 
 @dataclass

@@ -2,12 +2,17 @@
 
 Before anything runs, the CLI validates what ``-s`` names (:func:`plan_restore`):
 
-- a savepoint: its manifest is present and readable, every file is present with the right
-  size and checksum;
+- nothing in it is a symbolic link or another special file (:mod:`.integrity`);
+- a savepoint: its manifest is present and is a flinkish manifest (query names are safe
+  query identities, every file lies inside its query's directory), every file is present
+  with the right size and checksum;
 - a retained checkpoint ``<execution.checkpointing.dir>/<JobID>``: every query directory
-  has a committed batch; the job resumes at each query's latest one;
+  is named like a query, its log entries parse and its files match the Hadoop checksums
+  Spark wrote with them; the job resumes at each query's latest committed batch;
 - a rescale (another parallelism than the savepoint's) of a stateful query needs the RocksDB
-  state backend, whose state Spark can repartition offline.
+  state backend, whose state Spark can repartition offline;
+- ``--claimMode claim`` (the job deletes the source once it has checkpointed) is refused for
+  a source that belongs to a job that is still alive (:func:`check_claim`).
 
 A savepoint on ``hdfs://`` is checked the same way by the job's driver (which reaches HDFS
 through Hadoop's FileSystem), before any query starts; the CLI has no JVM to read it.
@@ -26,7 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flinkish_cli.errors import SavepointError
+from flinkish_cli.errors import FlinkishError, JobError, SavepointError
+from flinkish_cli.savepoints.integrity import (
+    DamagedFileError,
+    digest_files,
+    refuse_special_entries,
+)
 from flinkish_cli.savepoints.manifest import METADATA_FILE, Manifest, load_manifest
 
 if TYPE_CHECKING:
@@ -84,15 +94,42 @@ def verify_files(storage: Storage, path: str, manifest: Manifest) -> None:
         )
 
 
-def read_checkpoint(storage: Storage, path: str) -> Manifest:
-    """A manifest describing a job's retained checkpoints at their latest committed batches."""
-    from flinkish_cli.savepoints.create import snapshot_query
+RESTORE_DAMAGED_HINT = (
+    "Nothing was started. Resume from a savepoint of the job instead ('flinkish savepoint "
+    "info <path>' shows what one holds)."
+)
 
+
+def read_checkpoint(storage: Storage, path: str, verify: bool = True) -> Manifest:
+    """A manifest describing a job's retained checkpoints at their latest committed batches.
+
+    With ``verify``, every file a query would resume from is read and checked against the
+    Hadoop checksum Spark wrote with it.
+    """
+    from flinkish_cli.registry.names import check_query_name
+    from flinkish_cli.savepoints.create import DamagedCheckpointError, snapshot_query
+
+    refuse_special_entries(storage, path, f"The checkpoint {path}", "Nothing was started")
     queries = []
     for info in storage.list(path) if storage.exists(path) else []:
         if not info.is_dir or info.name.startswith(("_", ".")):
             continue
-        snapshot = snapshot_query(storage, info.path, info.name, require_commit=False)
+        try:
+            check_query_name(info.name, f"The retained checkpoint {path}")
+        except JobError as error:
+            raise SavepointError(error.message, error.hint) from None
+        try:
+            snapshot = snapshot_query(storage, info.path, info.name, require_commit=False)
+            if verify:
+                digest_files(storage, info.path, snapshot.files)
+        except DamagedFileError as damaged:
+            raise DamagedCheckpointError(
+                info.name, info.path, f"{damaged.relative} {damaged.detail}", RESTORE_DAMAGED_HINT
+            ) from None
+        except DamagedCheckpointError as damaged:
+            raise DamagedCheckpointError(
+                info.name, info.path, damaged.detail, RESTORE_DAMAGED_HINT
+            ) from None
         queries.append(snapshot.manifest)
     if not queries:
         raise SavepointError(
@@ -100,7 +137,7 @@ def read_checkpoint(storage: Storage, path: str) -> Manifest:
             "Give a savepoint or <execution.checkpointing.dir>/<JobID> of a job that ran.",
         )
     return Manifest(
-        job_id=path.rstrip("/").rsplit("/", 1)[-1],
+        job_id=path.rstrip("/").rsplit("/", 1)[-1].lower(),
         job_name="",
         created="",
         flinkish_version="",
@@ -149,19 +186,115 @@ def check_rescale(manifest: Manifest, parallelism: int, backend: str) -> list[st
 
 
 def plan_restore(request: Any, config: Any) -> RestorePlan:
-    """Check what ``run -s`` names before anything starts (run by the CLI)."""
+    """Check what ``run -s`` names before anything starts (run by the CLI).
+
+    A plain local path is made absolute here, against the caller's working directory (the
+    job's driver may run elsewhere), so the plan and the job's status name it unambiguously.
+    """
     from flinkish_cli.storage import open_for_config
+    from flinkish_cli.storage.uri import LOCAL, local_path, scheme_of
     from flinkish_cli.submission.plan import RestorePlan
 
-    path = str(request.from_savepoint).rstrip("/")
+    path = str(request.from_savepoint).rstrip("/") or str(request.from_savepoint)
+    if scheme_of(path) == LOCAL and "://" not in path and not path.startswith("file:"):
+        path = local_path(path)
+    claim = str(request.claim_mode or "no_claim").lower() == "claim"
     if not path.startswith("hdfs://"):  # HDFS needs a JVM: the driver checks it, see below
-        source = open_source(open_for_config(path, config), path)
+        storage = open_for_config(path, config)
+        source = open_source(storage, path)
         parallelism = int(config.get("parallelism.default"))
         check_rescale(source.manifest, parallelism, str(config.get("state.backend.type")))
+        if claim:
+            check_claim(source, storage, config)
     return RestorePlan(
         source=path,
         allow_non_restored_state=bool(request.allow_non_restored_state),
         claim_mode=request.claim_mode,
+    )
+
+
+def same_location(a: str | None, b: str | None) -> bool:
+    """Whether two spellings name the same savepoint or checkpoint directory (local paths
+    are resolved, ``s3a://`` is ``s3://``)."""
+    if not a or not b:
+        return False
+    return _canonical(a) == _canonical(b)
+
+
+def _canonical(path: str) -> str:
+    import os
+
+    from flinkish_cli.errors import StorageError
+    from flinkish_cli.storage.uri import LOCAL, local_path, scheme_of
+
+    path = path.rstrip("/") or path
+    try:
+        if scheme_of(path) == LOCAL:
+            return os.path.realpath(local_path(path))
+    except StorageError:
+        return path
+    if path.startswith("s3a://"):
+        return "s3://" + path[len("s3a://") :]
+    return path
+
+
+def check_claim(source: RestoreSource, storage: Storage, config: Any) -> None:
+    """``--claimMode claim``: refuse a source that belongs to a job that is still alive.
+
+    In claim mode the new job deletes its source once it has checkpointed, so the source
+    must not be in use:
+
+    - a retained checkpoint ``<dir>/<JobID>`` belongs to job <JobID> (its status is right
+      there, ``<dir>/<JobID>/_flinkish/status.json``): refused while that job is not in a
+      terminal state (RUNNING, RESTARTING, CREATED, CANCELLING, FAILING; a job whose driver
+      stopped sending heartbeats counts as FAILED), or when its status cannot be read;
+    - a savepoint (or a retained checkpoint) belongs to every live job of this registry that
+      was restored from it: such a job reads it again when its driver is restarted in the
+      middle of a restore. The job that *took* a savepoint does not own it: a savepoint is a
+      copy (its hard links are files of their own), and deleting it changes nothing for that
+      job.
+    """
+    from flinkish_cli.registry.jobid import parse_job_id
+    from flinkish_cli.registry.store import JobRegistry, registry_for
+
+    owners = []
+    if source.kind == "checkpoint":
+        root, _, name = source.path.rstrip("/").rpartition("/")
+        job_id = parse_job_id(name)
+        try:
+            owner = JobRegistry(root or "/", storage).find(job_id)
+        except FlinkishError as error:
+            raise SavepointError(
+                f"Cannot claim the checkpoint {source.path}: the state of its job {job_id} "
+                f"is unknown ({error.message})",
+                "Restore with --claimMode no_claim (the default), which leaves the checkpoint "
+                "as it is.",
+            ) from None
+        if owner is not None and not owner.effective_state().is_terminal:
+            owners.append((owner, "its own job"))
+    try:
+        jobs = registry_for(config).list()
+    except FlinkishError as error:
+        raise SavepointError(
+            f"Cannot claim {source.path}: the jobs that may use it cannot be listed "
+            f"({error.message})",
+            "Restore with --claimMode no_claim (the default), which leaves the source as it is.",
+        ) from None
+    for job in jobs:
+        if job.effective_state().is_terminal or any(job.job_id == o.job_id for o, _ in owners):
+            continue
+        if same_location(job.restored_from, source.path):
+            owners.append((job, "a job restored from it"))
+    if not owners:
+        return
+    job, relation = owners[0]
+    name = f" ({job.name})" if job.name else ""
+    raise SavepointError(
+        f"Cannot claim {source.path}: it belongs to job {job.job_id}{name}, {relation}, "
+        f"which is {job.effective_state().value}.",
+        "In claim mode the new job deletes its source once it has checkpointed. Stop or cancel "
+        f"job {job.job_id} first, or restore with --claimMode no_claim (the default), which "
+        "never modifies the source.",
     )
 
 

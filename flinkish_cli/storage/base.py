@@ -16,7 +16,13 @@ Contract, for all backends:
   ``FileNotFoundError``); listing a missing directory gives nothing (S3 cannot tell a missing
   "directory" from an empty one, so no backend does);
 - every failure a user can fix is a :class:`~flinkish_cli.errors.StorageError` with a hint,
-  and no message ever contains an S3 key.
+  and no message ever contains an S3 key;
+- :meth:`Storage.copy_tree` copies regular files only: it never copies through a symbolic
+  link (the local disk refuses one), and :meth:`Storage.special_entries` finds what a tree
+  holds besides files and directories, so a savepoint with a link can be refused before it
+  is read, restored or deleted;
+- :meth:`Storage.sync_tree` makes a tree durable (``fsync`` of every file and directory on
+  the local disk; S3 objects and closed HDFS files are durable already).
 """
 
 from __future__ import annotations
@@ -159,6 +165,16 @@ class Storage(abc.ABC):
     def walk(self, path: str) -> Iterator[FileInfo]:
         """Every file under the directory ``path``, at any depth (directories are not given)."""
 
+    def special_entries(self, path: str, limit: int = 10) -> list[tuple[str, str]]:
+        """What the tree at ``path`` holds besides regular files and directories: symbolic
+        links (at any depth, never followed), named pipes, sockets, devices; at most
+        ``limit`` of them, as ``(relative path, kind)``.
+
+        The directory ``path`` itself may be a link (only what is under it counts). S3 has
+        nothing of the kind; HDFS symbolic links are disabled by default and not looked for.
+        """
+        return []
+
     # -- reading ---------------------------------------------------------------------------
     @abc.abstractmethod
     def open_read(self, path: str) -> BinaryIO:
@@ -215,7 +231,19 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def delete_tree(self, path: str) -> None:
-        """Delete the directory ``path`` and everything under it; fine if it is missing."""
+        """Delete the directory ``path`` and everything under it; fine if it is missing.
+
+        Symbolic links under it are removed, never followed: nothing outside ``path`` is
+        deleted."""
+
+    def sync_tree(self, path: str) -> None:
+        """Make every file and directory under ``path`` durable (and ``path``'s own entry in
+        its parent), before a manifest that vouches for them is written.
+
+        Nothing to do here: an S3 object is durable once its upload completed, an HDFS file
+        once it was closed. The local disk overrides this with ``fsync``.
+        """
+        return None
 
     # -- copying ---------------------------------------------------------------------------
     def copy_tree(

@@ -6,6 +6,12 @@ file hard-linked into place, which fails if the name exists), and local copies f
 ``copy_tree``: hard links on one file system, falling back to copying (``EXDEV`` across
 devices, or any file system that refuses links). It accepts plain paths (absolute,
 relative to the working directory, ``~``) and ``file:`` URIs.
+
+Symbolic links: ``copy_tree`` copies regular files only and refuses a link (it is never
+linked to, copied through or uploaded through: a link in a checkpoint could otherwise bring
+any file of this machine into a savepoint); :meth:`LocalStorage.special_entries` finds
+links, pipes, sockets and devices in a tree without following any; ``delete_tree`` removes
+links and never what they point to. :meth:`LocalStorage.sync_tree` ``fsync``s a whole tree.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import stat as stat_module
 import sys
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from flinkish_cli.errors import StorageError
@@ -127,6 +134,32 @@ class LocalStorage(Storage):
                     continue
                 yield FileInfo(join(base, name), name, st.st_size, False, st.st_mtime)
 
+    def special_entries(self, path: str, limit: int = 10) -> list[tuple[str, str]]:
+        root = local_path(path)
+        found: list[tuple[str, str]] = []
+        pending = [("", root)]
+        with self._errors("list", path):
+            while pending and len(found) < limit:
+                relative, directory = pending.pop()
+                try:
+                    entries = list(os.scandir(directory))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # a missing tree, or removed while looking: nothing special
+                for entry in sorted(entries, key=lambda e: e.name):
+                    name = f"{relative}/{entry.name}" if relative else entry.name
+                    try:
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                    except FileNotFoundError:
+                        continue
+                    kind = _special_kind(mode)
+                    if kind is not None:
+                        found.append((name, kind))
+                        if len(found) >= limit:
+                            break
+                    elif stat_module.S_ISDIR(mode):
+                        pending.append((name, entry.path))
+        return sorted(found)
+
     # -- reading ---------------------------------------------------------------------------
     def open_read(self, path: str) -> BinaryIO:
         with self._errors("read", path):
@@ -208,20 +241,26 @@ class LocalStorage(Storage):
         self._copy_local(local_path(local_src), local_path(dest), local_src)
 
     def _copy_local(self, src: str, dest: str, shown: str) -> None:
-        """Copy ``src`` to ``dest`` atomically (copy_file_range/sendfile where available)."""
+        """Copy the regular file ``src`` to ``dest`` atomically (``sendfile`` where available);
+        a symbolic link at ``src`` is refused, never followed."""
         with self._errors("copy", shown):
-            if not os.path.isfile(src):
-                if not os.path.exists(src):
-                    raise StorageNotFoundError(shown)
-                raise StorageError(f"{shown} is not a file, so it cannot be copied.")
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            tmp = temp_name(dest)
+            source = _open_regular(src, shown)
             try:
-                shutil.copyfile(src, tmp)
-                os.replace(tmp, dest)
-            except BaseException:
-                _unlink_quietly(tmp)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                tmp = temp_name(dest)
+                try:
+                    with open(tmp, "wb") as out:
+                        _copy_fd(source, out.fileno())
+                    os.replace(tmp, dest)
+                except BaseException:
+                    _unlink_quietly(tmp)
+                    raise
+            except OSError as error:
+                if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                    raise _translate(error, "write", dest) from error  # the target's fault
                 raise
+            finally:
+                os.close(source)
 
     def mkdirs(self, path: str) -> None:
         with self._errors("create the directory", path):
@@ -246,6 +285,9 @@ class LocalStorage(Storage):
             return
         if not os.path.isdir(target) or os.path.islink(target):
             raise StorageError(f"{path} is not a directory, so delete_tree() leaves it alone.")
+        # shutil.rmtree removes links and never follows them (it works on directory file
+        # descriptors where the platform allows, so a directory swapped for a link while it
+        # runs is not followed either)
 
         def fail(_function: object, failed: str, info: object) -> None:
             error = info[1] if isinstance(info, tuple) else info
@@ -261,16 +303,40 @@ class LocalStorage(Storage):
     def _copy_file(
         self, src: str, dest: Storage, dest_path: str, size: int | None, link: bool
     ) -> str:
+        source = local_path(src)
+        _check_regular(source, src)
         if not isinstance(dest, LocalStorage):
             dest.upload_file(src, dest_path)
             return TRANSFERRED
-        source, target = local_path(src), local_path(dest_path)
+        target = local_path(dest_path)
         if link and self._links_work:
             with self._errors("link", src):
                 if self._link(source, target):
                     return LINKED
         self._copy_local(source, target, src)
         return TRANSFERRED
+
+    def sync_tree(self, path: str) -> None:
+        root = local_path(path)
+        if not os.path.isdir(root):
+            return
+        files: list[str] = []
+        directories: list[str] = []
+        with self._errors("sync", path):
+            for top, _dirs, names in os.walk(root):  # links to directories: not followed
+                directories.append(top)
+                files += [
+                    os.path.join(top, name)
+                    for name in names
+                    if not os.path.islink(os.path.join(top, name))
+                ]
+            workers = max(1, min(self.settings.max_workers, len(files)))
+            with ThreadPoolExecutor(workers, thread_name_prefix="flinkish-sync") as pool:
+                list(pool.map(_fsync_path, files))
+            # the deepest directories first, so each entry is durable before its parent's
+            for directory in sorted(directories, key=len, reverse=True):
+                _fsync_path(directory)
+        _fsync_dir(os.path.dirname(root))  # the tree's own entry (best effort, as for writes)
 
     def _link(self, source: str, target: str) -> bool:
         """Hard-link ``source`` at ``target`` (replacing it); False when links cannot be
@@ -295,6 +361,94 @@ class LocalStorage(Storage):
             return False
 
 
+def _special_kind(mode: int) -> str | None:
+    """What a file of ``mode`` is, when it is neither a regular file nor a directory."""
+    if stat_module.S_ISLNK(mode):
+        return "symbolic link"
+    if stat_module.S_ISFIFO(mode):
+        return "named pipe"
+    if stat_module.S_ISSOCK(mode):
+        return "socket"
+    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
+        return "device"
+    if stat_module.S_ISREG(mode) or stat_module.S_ISDIR(mode):
+        return None
+    return "special file"
+
+
+def _not_copied(shown: str, kind: str) -> StorageError:
+    return StorageError(
+        f"{shown} is a {kind}, not a regular file: flinkish never copies through it.",
+        "A checkpoint or savepoint holds regular files only; remove the "
+        f"{kind} (and check who put it there).",
+    )
+
+
+def _check_regular(source: str, shown: str) -> None:
+    """Refuse ``source`` unless it is a regular file (a link is not followed)."""
+    try:
+        mode = os.lstat(source).st_mode
+    except FileNotFoundError:
+        raise StorageNotFoundError(shown) from None
+    except OSError as error:
+        raise _translate(error, "read", shown) from error
+    kind = _special_kind(mode)
+    if kind is not None:
+        raise _not_copied(shown, kind)
+
+
+def _open_regular(source: str, shown: str) -> int:
+    """A descriptor of the regular file ``source``, opened without following a link and
+    without blocking on a pipe."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(source, flags)
+    except FileNotFoundError:
+        raise StorageNotFoundError(shown) from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+            raise _not_copied(shown, "symbolic link") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat_module.S_ISREG(mode):
+        os.close(fd)
+        if stat_module.S_ISDIR(mode):
+            raise StorageError(f"{shown} is not a file, so it cannot be copied.")
+        raise _not_copied(shown, _special_kind(mode) or "special file")
+    if hasattr(os, "O_NONBLOCK"):
+        os.set_blocking(fd, True)
+    return fd
+
+
+def _copy_fd(source: int, out: int) -> None:
+    """Copy everything from the descriptor ``source`` to ``out`` (``sendfile`` on Linux)."""
+    offset = 0
+    if hasattr(os, "sendfile"):
+        try:
+            while sent := os.sendfile(out, source, offset, CHUNK * 8):
+                offset += sent
+            return
+        except OSError as error:
+            if error.errno not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP) or offset:
+                raise
+    while chunk := os.read(source, CHUNK):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(out, view) :]
+
+
+def _fsync_path(path: str) -> None:
+    """``fsync`` the file or directory ``path``; file systems that cannot are skipped."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        os.fsync(fd)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
 def _translate(error: OSError, action: str, path: str) -> StorageError:
     reason = error.strerror or str(error)
     if isinstance(error, PermissionError):
@@ -304,6 +458,8 @@ def _translate(error: OSError, action: str, path: str) -> StorageError:
         )
     if error.errno == errno.ENOSPC:
         return StorageError(f"No space left on the device to {action} {path}.")
+    if error.errno == errno.EDQUOT:
+        return StorageError(f"Disk quota exceeded: cannot {action} {path}.")
     if error.errno == errno.EROFS:
         return StorageError(f"Cannot {action} {path}: the file system is read-only.")
     if isinstance(error, IsADirectoryError):

@@ -131,6 +131,7 @@ class S3Storage(Storage):
             session = boto3.session.Session(
                 aws_access_key_id=s.s3_access_key or None,
                 aws_secret_access_key=s.s3_secret_key or None,
+                aws_session_token=s.s3_session_token or None,
             )
             region = s.s3_region or session.region_name or DEFAULT_REGION
             try:
@@ -167,6 +168,7 @@ class S3Storage(Storage):
             self.endpoint == other.endpoint
             and mine.s3_access_key == theirs.s3_access_key
             and mine.s3_secret_key == theirs.s3_secret_key
+            and mine.s3_session_token == theirs.s3_session_token
         )
 
     # -- errors ----------------------------------------------------------------------------

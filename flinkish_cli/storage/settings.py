@@ -1,17 +1,17 @@
 """How to reach the storages: :class:`StorageSettings`, built from Flink's ``s3.*`` keys.
 
-This module owns the translation of Flink configuration keys into storage settings; it does
-not depend on the configuration package (it takes the flat ``key -> string`` mapping that
-package produces), and it never lets the S3 keys out: ``repr`` and :meth:`describe`
-replace them with ``***``.
+This module owns the translation of Flink configuration keys into storage settings; of the
+configuration package it uses only the secret rule (``config.secrets``): it takes the flat
+``key -> string`` mapping that package produces, and it never lets the S3 keys out:
+``repr`` and :meth:`describe` replace them with ``***``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from flinkish_cli.config.secrets import is_secret
 from flinkish_cli.errors import ConfigError
 
 MiB = 1024 * 1024
@@ -21,17 +21,13 @@ _FLINK_KEYS: dict[str, tuple[str, ...]] = {
     "s3_endpoint": ("s3.endpoint", "fs.s3a.endpoint"),
     "s3_access_key": ("s3.access-key", "s3.access.key", "fs.s3a.access.key"),
     "s3_secret_key": ("s3.secret-key", "s3.secret.key", "fs.s3a.secret.key"),
+    "s3_session_token": ("s3.session.token", "s3.session-token", "fs.s3a.session.token"),
     "s3_path_style": ("s3.path.style.access", "s3.path-style-access", "fs.s3a.path.style.access"),
     "s3_region": ("s3.region", "fs.s3a.endpoint.region"),
 }
 # Flink passes "flink.hadoop.<key>" to Hadoop's configuration as "<key>".
 _HADOOP_PREFIX = "flink.hadoop."
-_SECRET_NAME = re.compile(r"secret|password|passwd|token|access[.\-_]?key|credential", re.I)
-
-
-def is_secret_key(name: str) -> bool:
-    """Whether the configuration key ``name`` holds a secret (its value is never shown)."""
-    return bool(_SECRET_NAME.search(name))
+_SECRET_FIELDS = ("s3_access_key", "s3_secret_key", "s3_session_token")
 
 
 @dataclass(frozen=True, repr=False)
@@ -42,6 +38,8 @@ class StorageSettings:
     s3_endpoint: str | None = None
     s3_access_key: str | None = None
     s3_secret_key: str | None = None
+    s3_session_token: str | None = None
+    """The session token of temporary credentials (STS), with the access and secret key."""
     s3_path_style: bool = False
     s3_region: str | None = None
     hadoop_conf: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -97,8 +95,8 @@ class StorageSettings:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The values that must never be shown (for scrubbing messages)."""
-        found = [v for v in (self.s3_secret_key, self.s3_access_key) if v]
-        found += [v for k, v in self.hadoop_conf.items() if v and is_secret_key(k)]
+        found = [v for v in (self.s3_secret_key, self.s3_access_key, self.s3_session_token) if v]
+        found += [v for k, v in self.hadoop_conf.items() if v and is_secret(k)]
         return tuple(found)
 
     def redact(self, text: str) -> str:
@@ -112,10 +110,10 @@ class StorageSettings:
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("s3_access_key", "s3_secret_key") and value is not None:
+            if f.name in _SECRET_FIELDS and value is not None:
                 shown.append(f"{f.name}='***'")
             elif f.name == "hadoop_conf":
-                conf = {k: ("***" if is_secret_key(k) else v) for k, v in value.items()}
+                conf = {k: ("***" if is_secret(k) else v) for k, v in value.items()}
                 shown.append(f"hadoop_conf={conf!r}")
             else:
                 shown.append(f"{f.name}={value!r}")

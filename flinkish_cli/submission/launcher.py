@@ -3,18 +3,23 @@
 Every job gets a private run directory (mode 0700) holding:
 
 - ``spark.properties`` (mode 0600): every Spark setting, secrets included, read by
-  ``spark-submit --properties-file``. Nothing secret goes on the command line.
+  ``spark-submit --properties-file``. Nothing secret goes on the command line. The driver
+  deletes it as soon as it starts (the JVM has read it); the supervisor writes it again for
+  a restarted driver and deletes it whenever a driver exits.
 - ``log4j2.properties``: sends Spark's log to the job's log file instead of the console.
+- ``supervisor.json`` / ``supervisor.pid``: what the job's supervisor runs, and its pid.
 - ``job.zip`` and other packages shipped with ``--py-files``.
 
-The driver deletes the run directory when the job ends. The process is started in a session
-of its own, so that the job survives the CLI, its terminal, and a Ctrl-C meant for the CLI.
+The supervisor deletes the run directory when the job ends; :func:`sweep_run_dirs` removes
+one whose supervisor was killed. The supervisor is started in a session of its own, so that
+the job survives the CLI, its terminal, and a Ctrl-C meant for the CLI.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -87,26 +92,54 @@ def _escape(text: str, key: bool) -> str:
 
 @dataclass
 class Launched:
-    """A started driver process."""
+    """A started job: its supervisor process (which runs the driver) and its log."""
 
     process: subprocess.Popen[bytes]
     log_path: Path
 
 
-def launch(command: SubmitCommand, run_dir: Path, log_path: Path, attached: bool) -> Launched:
-    """Write the private files and start ``spark-submit`` in a session of its own."""
-    properties_file = Path(command.argv[command.argv.index("--properties-file") + 1])
-    write_private(properties_file, properties_text(command.properties))
+def launch(
+    command: SubmitCommand,
+    run_dir: Path,
+    log_path: Path,
+    attached: bool,
+    *,
+    job_id: str,
+    checkpoint_root: str,
+    restarts_here: bool = True,
+    watch_pid: int | None = None,
+    client: bool = False,
+) -> Launched:
+    """Write the private files and start the job's supervisor in a session of its own.
+
+    The supervisor (:mod:`.supervisor`) starts ``spark-submit`` and restarts a driver that
+    dies; its standard output is the driver's (the script's prints), piped to an attached
+    CLI or appended to the job's log.
+    """
+    from flinkish_cli.submission.supervisor import SupervisorSpec
+
+    write_private(run_dir / "spark.properties", properties_text(command.properties))
     (run_dir / "log4j2.properties").write_text(LOG4J2.format(log_path=log_path))
+    env = dict(command.env)
+    SupervisorSpec(
+        argv=command.argv,
+        env=env,
+        job_id=job_id,
+        checkpoint_root=checkpoint_root,
+        log_path=str(log_path),
+        restarts_here=restarts_here,
+        watch_pid=watch_pid,
+        client=client,
+    ).write(run_dir)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **command.env}
+    child_env = dict(os.environ)
     for variable in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_DRIVER_PYTHON_OPTS", "PYSPARK_SUBMIT_ARGS"):
-        env.pop(variable, None)
+        child_env.pop(variable, None)
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     try:
         process = subprocess.Popen(
-            command.argv,
-            env=env,
+            [sys.executable, "-m", "flinkish_cli.submission.supervisor", str(run_dir)],
+            env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if attached else log,
             stderr=log,
@@ -115,6 +148,46 @@ def launch(command: SubmitCommand, run_dir: Path, log_path: Path, attached: bool
     finally:
         log.close()
     return Launched(process=process, log_path=log_path)
+
+
+def sweep_run_dirs(log_dir: Path, older_than: float = 60.0) -> list[Path]:
+    """Remove run directories no supervisor owns any more (it was killed): their private
+    properties file must not outlive the job. Returns what was removed."""
+    import shutil
+
+    from flinkish_cli.submission.supervisor import PID_FILE
+
+    removed = []
+    try:
+        entries = list(os.scandir(log_dir))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not entry.name.startswith(".run-") or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime < older_than:
+                continue  # a job being prepared or starting
+            pid = int(Path(entry.path, PID_FILE).read_text().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid and _is_supervisor(pid):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _is_supervisor(pid: int) -> bool:
+    try:
+        return b"flinkish_cli.submission.supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
 
 
 def wait_until_running(

@@ -56,6 +56,8 @@ class JobPlan:
     run_dir: str | None = None
     restore: RestorePlan | None = None
     detached: bool = False
+    #: 0 for the job's first driver; n for the n-th driver its supervisor restarted
+    attempt: int = 0
 
     @property
     def job_dir(self) -> str:

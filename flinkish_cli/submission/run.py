@@ -39,7 +39,9 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
 
         restore = plan_restore(request, config)
     prepared = submit.prepare(request, config, restore)
-    launched = submit.start(prepared)
+    launched = submit.start(
+        prepared, watch_cli=request.shutdown_on_attached_exit and not request.detached
+    )
     job_id = prepared.plan.job_id
     if request.detached:
         try:

@@ -1,17 +1,21 @@
 """The ``spark-submit`` command for a job, for each of Flink's deployment targets.
 
-=====================  ======================  ===========  ==============================
-Flink target (``-t``)  Spark master (``-m``)   deploy mode  notes
-=====================  ======================  ===========  ==============================
-local (default)        ``local[N]``            client       N = max(slots, parallelism)
-remote                 ``spark://host:port``   client       Spark standalone
-yarn-session           ``yarn``                client       needs HADOOP_CONF_DIR
-yarn-application       ``yarn``                cluster      driver runs in YARN
-kubernetes-session     ``k8s://https://...``   client
-kubernetes-application ``k8s://https://...``   cluster      needs an image and upload path
-=====================  ======================  ===========  ==============================
+=====================  ========================  ===========  ============================
+Flink target (``-t``)  ``-m``                    deploy mode  notes
+=====================  ========================  ===========  ============================
+local (default)        ``local[N]``              client       N = max(slots, parallelism)
+remote                 ``sc://host:port`` or     session      a session cluster (Spark
+                       ``host:port``                          Connect): no spark-submit
+remote                 ``spark://host:port``     client       Spark standalone
+yarn-session           ``yarn``                  client       needs HADOOP_CONF_DIR
+yarn-application       ``yarn``                  cluster      driver runs in YARN
+kubernetes-session     ``k8s://https://...``     client
+kubernetes-application ``k8s://https://...``     cluster      needs an image, upload path
+=====================  ========================  ===========  ============================
 
-``-m`` alone picks the target from the master URL, as Flink's ``-m yarn-cluster`` does.
+``-m`` alone picks the target from its value, as Flink's ``-m yarn-cluster`` does; a bare
+``host:port`` is, as in Flink, the address of a session cluster (``rest.address`` and
+``rest.port`` name it in the configuration).
 The command line holds paths only: every setting, secrets included, travels in the private
 properties file (see :mod:`.launcher`), so nothing secret shows in ``ps``.
 """
@@ -23,6 +27,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from flinkish_cli.errors import UsageError
 
@@ -46,17 +51,27 @@ class Deployment:
 
     @property
     def driver_is_local(self) -> bool:
-        """True when the driver runs on this machine (every client-mode target)."""
-        return self.deploy_mode == "client"
+        """True when the driver runs on this machine (client mode and session clusters)."""
+        return self.deploy_mode in ("client", "session")
+
+    @property
+    def session(self) -> bool:
+        """True for a session cluster: the job's program is a Spark Connect client."""
+        return self.deploy_mode == "session"
 
 
 def resolve_deployment(
-    target: str | None, jobmanager: str | None, configured_master: str, configured_target: str
+    target: str | None,
+    jobmanager: str | None,
+    configured_master: str,
+    configured_target: str,
+    session_address: str | None = None,
 ) -> Deployment:
     """Decide the deployment from ``-t``, ``-m`` and the configuration, refusing conflicts.
 
-    ``configured_master`` is the translated master (``spark.master`` or ``local[N]``) and
-    ``configured_target`` is ``execution.target``.
+    ``configured_master`` is the translated master (``spark.master`` or ``local[N]``),
+    ``configured_target`` is ``execution.target`` and ``session_address`` the session
+    cluster that ``rest.address``/``rest.port`` name (``sc://host:port``), if any.
     """
     if target is not None and target not in TARGETS:
         raise UsageError(
@@ -67,8 +82,10 @@ def resolve_deployment(
     if target is None:
         target = implied if implied is not None else configured_target or LOCAL
     if master is None:
-        master = _default_master(target, configured_master)
+        master = _default_master(target, configured_master, session_address)
     _check_pair(target, master)
+    if master.startswith("sc://"):
+        return Deployment(target=target, master=master, deploy_mode="session")
     mode = "cluster" if target in CLUSTER_MODE_TARGETS else "client"
     return Deployment(target=target, master=master, deploy_mode=mode)
 
@@ -77,35 +94,40 @@ def _master_from_jobmanager(value: str) -> str:
     value = value.strip()
     if value == "yarn-cluster":
         return "yarn"
-    if value.startswith(("local", "spark://", "k8s://")) or value == "yarn":
+    if value.startswith(("local", "spark://", "k8s://", "sc://")) or value == "yarn":
         return value
-    if ":" in value and "/" not in value:  # Flink's host:port of a JobManager
-        return f"spark://{value}"
+    host, _, port = value.rpartition(":")
+    if host and port.isdigit() and "/" not in value:  # Flink's meaning: a session cluster
+        return f"sc://{value}"
     raise UsageError(
-        f"'{value}' is not a Spark master.",
-        "Use -m local[N], -m spark://host:port, -m yarn or -m k8s://https://host:port.",
+        f"'{value}' is not the address of a session cluster or a Spark master.",
+        "Use -m host:port or sc://host:port (a session cluster: scripts/start-cluster.sh "
+        "--session), local[N], spark://host:port, yarn or k8s://https://host:port.",
     )
 
 
 def _target_of_master(master: str) -> str:
     if master.startswith("local"):
         return LOCAL
-    if master.startswith("spark://"):
+    if master.startswith(("spark://", "sc://")):
         return REMOTE
     if master == "yarn":
         return YARN_APPLICATION
     return K8S_APPLICATION
 
 
-def _default_master(target: str, configured_master: str) -> str:
+def _default_master(target: str, configured_master: str, session: str | None) -> str:
     if target == LOCAL:
         return configured_master if configured_master.startswith("local") else "local[*]"
     if target == REMOTE:
-        if configured_master.startswith("spark://"):
+        if configured_master.startswith(("spark://", "sc://")):
             return configured_master
+        if session:
+            return session
         raise UsageError(
-            "Target 'remote' needs the address of a Spark standalone master.",
-            "Pass -m spark://host:port, or set spark.master in the configuration.",
+            "Target 'remote' needs the address of a session cluster or a Spark master.",
+            "Pass -m host:port (a session cluster, or set rest.address and rest.port), or "
+            "-m spark://host:port (a Spark standalone master).",
         )
     if target in (YARN_SESSION, YARN_APPLICATION):
         return "yarn"
@@ -118,18 +140,19 @@ def _default_master(target: str, configured_master: str) -> str:
 
 
 def _check_pair(target: str, master: str) -> None:
-    expected = {
+    expected: str | tuple[str, ...] = {
         LOCAL: "local",
-        REMOTE: "spark://",
+        REMOTE: ("spark://", "sc://"),
         YARN_SESSION: "yarn",
         YARN_APPLICATION: "yarn",
         K8S_SESSION: "k8s://",
         K8S_APPLICATION: "k8s://",
     }[target]
     if not master.startswith(expected):
+        shown = " or ".join(expected) if isinstance(expected, tuple) else expected
         raise UsageError(
-            f"Target '{target}' does not run on master '{master}'.",
-            f"A '{target}' job needs a master starting with '{expected}'; drop -t or -m.",
+            f"Target '{target}' does not run on '{master}'.",
+            f"A '{target}' job needs -m starting with {shown}; drop -t or -m.",
         )
 
 
@@ -211,6 +234,81 @@ def build_command(
         argv += ["--archives", ",".join(archives)]
     argv.append(driver_entry_file())
     env = {"SPARK_CONF_DIR": conf_dir}
+    return SubmitCommand(argv=argv, env=env, properties=properties)
+
+
+def yarn_restarts(config: Any) -> dict[str, str]:
+    """yarn-application: the job's restart strategy as YARN's application attempts.
+
+    The driver runs in YARN's application master; when it dies YARN starts a new attempt
+    (the program runs again and its queries resume from their checkpoints), up to
+    ``spark.yarn.maxAppAttempts`` (capped by the cluster's
+    ``yarn.resourcemanager.am.max-attempts``). Failures older than
+    ``spark.yarn.am.attemptFailuresValidityInterval`` stop counting, as Flink's failure-rate
+    interval and exponential-delay reset threshold do.
+    """
+    kind = str(config.get("restart-strategy.type") or "disable")
+
+    def seconds(key: str) -> str:
+        return f"{int(config.get(key).total_seconds())}s"
+
+    if kind == "fixed-delay":
+        attempts = int(config.get("restart-strategy.fixed-delay.attempts")) + 1
+        return {"spark.yarn.maxAppAttempts": str(attempts)}
+    if kind == "failure-rate":
+        prefix = "restart-strategy.failure-rate."
+        return {
+            "spark.yarn.maxAppAttempts": str(
+                int(config.get(prefix + "max-failures-per-interval")) + 1
+            ),
+            "spark.yarn.am.attemptFailuresValidityInterval": seconds(
+                prefix + "failure-rate-interval"
+            ),
+        }
+    if kind == "exponential-delay":
+        prefix = "restart-strategy.exponential-delay."
+        attempts = min(int(config.get(prefix + "attempts-before-reset-backoff")), 99) + 1
+        return {
+            "spark.yarn.maxAppAttempts": str(attempts),
+            "spark.yarn.am.attemptFailuresValidityInterval": seconds(
+                prefix + "reset-backoff-threshold"
+            ),
+        }
+    return {"spark.yarn.maxAppAttempts": "1"}
+
+
+#: Where a session job's client finds what spark-submit's --py-files/--archives would give.
+SESSION_PY_FILES = "spark.flinkish.session.pyFiles"
+SESSION_ARCHIVES = "spark.flinkish.session.archives"
+
+
+def connect_client_file() -> str:
+    """The main file of a session cluster job's client process."""
+    return str(
+        Path(__file__).resolve().parent.parent / "runtime" / "entry" / "flinkish_connect_client.py"
+    )
+
+
+def build_session_command(
+    deployment: Deployment,
+    *,
+    run_dir: str,
+    py_files: list[str],
+    archives: list[str],
+    spark_conf: Mapping[str, str],
+    python: str | None = None,
+) -> SubmitCommand:
+    """The client process of a job in a session cluster: no spark-submit, no JVM.
+
+    The client runs the job's program against the session cluster (Spark Connect); its
+    settings, secrets included, travel in the same private properties file as a classic
+    driver's, and the job's packages are added to its path and shipped to the cluster.
+    """
+    properties = dict(spark_conf)
+    properties[SESSION_PY_FILES] = ",".join(py_files)
+    properties[SESSION_ARCHIVES] = ",".join(archives)
+    argv = [python or sys.executable, connect_client_file(), run_dir]
+    env = {"SPARK_REMOTE": deployment.master}
     return SubmitCommand(argv=argv, env=env, properties=properties)
 
 

@@ -7,6 +7,7 @@ then records the job as CREATED and starts its driver. Callable without click.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +23,13 @@ from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.submission import launcher, packaging
 from flinkish_cli.submission.plan import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.submission.spark_submit import (
+    YARN_APPLICATION,
     Deployment,
     SubmitCommand,
     build_command,
+    build_session_command,
     resolve_deployment,
+    yarn_restarts,
 )
 
 
@@ -48,6 +52,7 @@ class RunRequest:
     from_savepoint: str | None = None
     allow_non_restored_state: bool = False
     claim_mode: str = "no_claim"
+    shutdown_on_attached_exit: bool = False  # -sae
 
     def config_flags(self) -> dict[str, str]:
         """The configuration keys that this request's flags set (they win over -D)."""
@@ -90,8 +95,6 @@ class PreparedJob:
 
 def check_java() -> None:
     """Spark needs Java 17 or newer."""
-    import os
-
     java_home = os.environ.get("JAVA_HOME")
     if shutil.which("java") or (java_home and Path(java_home, "bin", "java").exists()):
         return
@@ -145,15 +148,20 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
     if request.py_requirements and not Path(request.py_requirements.split("#")[0]).is_file():
         raise JobError(f"The requirements file {request.py_requirements} does not exist.")
     translation = to_spark(config)
+    session = config.get("rest.address")
     deployment = resolve_deployment(
         request.target,
         request.jobmanager,
         translation.master,
         str(config.get("execution.target") or "local"),
+        f"sc://{session}:{config.get('rest.port')}" if session else None,
     )
     checkpoint_root = str(config.get("execution.checkpointing.dir"))
-    check_s3a(checkpoint_root, translation.conf)
-    check_java()
+    if deployment.session:
+        check_session_cluster(deployment.master)
+    else:
+        check_s3a(checkpoint_root, translation.conf)
+        check_java()
     job_id = new_job_id()
     log_dir = Path(str(config.get("env.log.dir"))).expanduser()
     log_path = log_dir / f"flinkish-{job_id}.log"
@@ -227,15 +235,28 @@ def _plan(
     spark_conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
     spark_conf[PLAN_CONF_KEY] = plan.encode()
     spark_conf.pop("spark.submit.pyFiles", None)
-    command = build_command(
-        deployment,
-        name=name,
-        properties_file=str(run_dir / "spark.properties"),
-        py_files=py_files,
-        archives=archives,
-        spark_conf=spark_conf,
-        conf_dir=str(run_dir),
-    )
+    if deployment.target == YARN_APPLICATION:
+        for key, value in yarn_restarts(config).items():
+            spark_conf.setdefault(key, value)
+    if deployment.session:
+        command = build_session_command(
+            deployment,
+            run_dir=str(run_dir),
+            py_files=py_files,
+            archives=archives,
+            spark_conf=spark_conf,
+            python=str(config.get("python.client.executable") or "") or None,
+        )
+    else:
+        command = build_command(
+            deployment,
+            name=name,
+            properties_file=str(run_dir / "spark.properties"),
+            py_files=py_files,
+            archives=archives,
+            spark_conf=spark_conf,
+            conf_dir=str(run_dir),
+        )
     registry = registry_for(config)
     return PreparedJob(plan, command, deployment, run_dir, log_path, registry, package)
 
@@ -290,6 +311,23 @@ def install_requirements(spec: str, run_dir: Path) -> Path:
     return zip_path
 
 
+def check_session_cluster(url: str, timeout: float = 3.0) -> None:
+    """A session cluster must answer at ``url`` (``sc://host:port``) before a job is sent."""
+    import socket
+
+    host, _, port = url.removeprefix("sc://").split("/", 1)[0].split(";", 1)[0].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port or 15002)), timeout=timeout):
+            return
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise JobError(
+            f"No session cluster answers at {url} ({reason}).",
+            "Start one with scripts/start-cluster.sh --session (it prints its address), or "
+            "check -m / rest.address and rest.port.",
+        ) from None
+
+
 def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
     if not checkpoint_root.startswith(("s3://", "s3a://")):
@@ -309,8 +347,11 @@ def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     )
 
 
-def start(prepared: PreparedJob) -> launcher.Launched:
-    """Record the job as CREATED and start its driver."""
+def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
+    """Record the job as CREATED and start its supervisor, which starts its driver.
+
+    ``watch_cli`` (``-sae``): the job is cancelled when this process exits, however it exits.
+    """
     plan = prepared.plan
     status = JobStatus(
         job_id=plan.job_id,
@@ -325,7 +366,15 @@ def start(prepared: PreparedJob) -> launcher.Launched:
     prepared.registry.write(status)
     try:
         return launcher.launch(
-            prepared.command, prepared.run_dir, prepared.log_path, attached=not plan.detached
+            prepared.command,
+            prepared.run_dir,
+            prepared.log_path,
+            attached=not plan.detached,
+            job_id=plan.job_id,
+            checkpoint_root=plan.checkpoint_root,
+            restarts_here=prepared.deployment.target != YARN_APPLICATION,
+            watch_pid=os.getpid() if watch_cli else None,
+            client=prepared.deployment.session,
         )
     except OSError as error:
         from flinkish_cli.registry.status import JobState

@@ -26,3 +26,18 @@ def test_info_explains_every_query_and_runs_nothing(flinkish_env: FlinkishEnv) -
     assert not flinkish_env.checkpoints.exists()
     text = flinkish_env.run("info", *args, check=True).stdout
     assert "== Query 'counts' ==" in text and "== Query 'raw' ==" in text
+
+
+def test_info_says_which_queries_have_generated_identities(flinkish_env: FlinkishEnv) -> None:
+    inputs, output = flinkish_env.root / "in", flinkish_env.root / "out"
+    write_events(inputs, [{"key": "a", "value": 1, "seq": 1}])
+    args = [str(JOBS / "unnamed_pair.py"), str(inputs), str(output)]
+    document = json.loads(flinkish_env.run("info", "-o", "json", *args, check=True).stdout)
+    assert [(q["name"], q["generated"]) for q in document["queries"]] == [
+        ("unnamed-1", True),
+        ("unnamed-2", True),
+    ]
+    text = flinkish_env.run("info", *args, check=True).stdout
+    assert "== Query 'unnamed-1' ==" in text
+    assert "has no name" in text and ".queryName('...')" in text
+    assert not output.exists()

@@ -115,7 +115,7 @@ def test_unknown_key_far_from_everything() -> None:
     "key",
     [
         "jobmanager.rpc.address",
-        "rest.port",
+        "rest.bind-port",
         "high-availability.type",
         "blob.server.port",
         "web.submit.enable",
@@ -191,7 +191,10 @@ def test_yaml_root_must_be_a_mapping(conf_dir: MakeDir) -> None:
 def test_yaml_duplicate_key(conf_dir: MakeDir) -> None:
     text = "parallelism:\n  default: 1\nparallelism.default: 2\n"
     error = _error(conf_dir("config.yaml", text))
-    assert "config.yaml:3: parallelism.default is set twice (also on line 2)" in error.message
+    assert error.message.endswith(
+        "config.yaml:3: parallelism.default is set twice to different values: "
+        "'2' here and '1' on line 2 (as 'parallelism: default:')."
+    )
 
 
 def test_yaml_list_for_a_scalar_key(conf_dir: MakeDir) -> None:

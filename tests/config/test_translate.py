@@ -9,6 +9,7 @@ import pytest
 from flinkish_cli.config import SparkTranslation, load_configuration, to_spark
 from flinkish_cli.config import options as opts
 from flinkish_cli.config.mappings import HDFS_PROVIDER, ROCKSDB_PROVIDER
+from flinkish_cli.config.secrets import spark_redaction_regex
 
 R = "spark.sql.streaming.stateStore.rocksdb."
 PROM = {
@@ -32,6 +33,7 @@ def test_defaults() -> None:
         "spark.sql.shuffle.partitions": "1",
         "spark.sql.streaming.minBatchesToRetain": "10",
         "spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER,
+        "spark.redaction.regex": spark_redaction_regex(),
     }
     assert translation.master == "local[1]"
     assert translation.secret_keys == frozenset()
@@ -311,3 +313,10 @@ def test_every_module_has_a_docstring() -> None:
     package = Path(__file__).resolve().parents[2] / "flinkish_cli" / "config"
     for path in package.glob("*.py"):
         assert ast.get_docstring(ast.parse(path.read_text())), path
+
+
+def test_a_session_token_selects_s3as_temporary_credentials() -> None:
+    conf = spark("s3.access-key=AKIA1", "s3.secret-key=s3cr3t", "s3.session.token=tok3n")
+    assert conf["spark.hadoop.fs.s3a.session.token"] == "tok3n"
+    provider = conf["spark.hadoop.fs.s3a.aws.credentials.provider"]
+    assert provider == "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"

@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from flinkish_cli.registry.status import (
     RECENT_PROGRESS,
     JobState,
@@ -83,3 +85,56 @@ def test_a_submitted_job_whose_driver_has_not_reported_gets_a_start_up_grace() -
     status.heartbeat = now - STARTUP_GRACE - 6
     assert status.effective_state(now) is JobState.FAILED
     assert "never reported" in (status.effective_failure_cause(now) or "")
+
+
+def _status_json(**changes: object) -> str:
+    import json
+
+    status = JobStatus(job_id="f" * 32, name="x", state=JobState.RUNNING)
+    status.queries["orders"] = QueryStatus(name="orders", checkpoint="/c/" + "f" * 32 + "/orders")
+    data = json.loads(status.to_json())
+    data.update(changes)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("name", ["../../etc", "a/b", "..", ".hidden", "", "x" * 129, "caf\u00e9"])
+def test_query_names_read_back_are_validated_like_names_from_scripts(name: str) -> None:
+    text = _status_json(queries={name: {"name": name, "checkpoint": f"/c/{name}"}})
+    with pytest.raises(ValueError, match="cannot be a query identity"):
+        JobStatus.from_json(text)
+
+
+def test_a_query_entry_must_carry_its_own_name() -> None:
+    text = _status_json(queries={"orders": {"name": "../../etc", "checkpoint": "/c/x"}})
+    with pytest.raises(ValueError, match="entry for query 'orders' is damaged"):
+        JobStatus.from_json(text)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[]", "not a job status object"),
+        ('"x"', "not a job status object"),
+        (_status_json(job_id="../../x"), "is not a JobID"),
+        (_status_json(job_id=None), "is not a JobID"),
+        (_status_json(queries=[1]), "'queries' is not a JSON object"),
+        (_status_json(queries={"q": {"name": "q", "recent": "x"}}), "progress of query 'q'"),
+        (_status_json(state="EXPLODED"), "EXPLODED"),
+    ],
+)
+def test_a_status_of_another_shape_is_a_value_error(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        JobStatus.from_json(text)
+
+
+def test_the_registry_reports_a_hostile_status_as_unreadable(tmp_path) -> None:
+    from flinkish_cli.errors import JobError
+    from flinkish_cli.registry.store import JobRegistry
+
+    registry = JobRegistry.open(str(tmp_path))
+    registry.storage.write_text(
+        registry.status_path("f" * 32),
+        _status_json(queries={"../../etc": {"name": "../../etc", "checkpoint": "/etc"}}),
+    )
+    with pytest.raises(JobError, match=r"status file of job f{32} is unreadable"):
+        registry.find("f" * 32)

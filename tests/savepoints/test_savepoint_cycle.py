@@ -118,9 +118,10 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
 
     cycle.add_input(2)
     cycle.wait_until_all_processed()
-    checkpoint = env.run("checkpoint", job, check=True).stdout
-    assert f"Checkpoint completed. Path: {env.checkpoints / job}" in checkpoint
-    assert re.search(r"^query=counts batch=\d+$", checkpoint, re.MULTILINE)
+    checkpoint = env.run("checkpoint", job, check=True)
+    assert re.search(rf"^Checkpoint \d+ for job {job} completed\.$", checkpoint.stdout, re.M)
+    assert f"Checkpoint directory: {env.checkpoints / job} (" in checkpoint.stderr
+    assert re.search(r"counts at batch \d+", checkpoint.stderr)
     cycle.add_input(1)  # --drain processes it before the savepoint: nothing left to wait for
     stopped = env.run("stop", "--drain", job, check=True).stdout
     assert len(cycle.raw()) == len(cycle.rows), "drained before the savepoint"

@@ -14,45 +14,11 @@ from flinkish_cli.savepoints.dispose import dispose
 from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name
 from flinkish_cli.savepoints.restore import read_savepoint
 from flinkish_cli.storage import open_storage
-
-_CONF = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.sql.streaming.stateStore.providerClass": "x.RocksDBStateStoreProvider",
-}
-OFFSETS = (
-    "v1\n"
-    + json.dumps({"batchWatermarkMs": 5, "batchTimestampMs": 1, "conf": _CONF})
-    + '\n{"logOffset":%d}\n'
-)
-
-
-def _checkpoint(root: Path, committed: int, planned: bool = True) -> Path:
-    """A query checkpoint as Spark leaves it: batches 0..committed, maybe one more planned."""
-    files = {"metadata": '{"id":"q-1"}', ".metadata.crc": "c"}
-    last_offset = committed + (1 if planned else 0)
-    for batch in range(last_offset + 1):
-        files[f"offsets/{batch}"] = OFFSETS % batch
-        files[f"offsets/.{batch}.crc"] = "c"
-        files[f"sources/0/{batch}"] = "v1\n{}"
-    for batch in range(committed + 1):
-        files[f"commits/{batch}"] = 'v1\n{"nextBatchWatermarkMs":0}'
-    for partition in (0, 1):
-        for version in range(1, last_offset + 2):
-            files[f"state/0/{partition}/{version}.zip"] = f"state {version}"
-            files[f"state/0/{partition}/.{version}.zip.crc"] = "c"
-        files[f"state/0/{partition}/SSTs/000{partition}.sst"] = "sst"
-        files[f"state/0/{partition}/_metadata/schema"] = "schema"
-    files["state/0/_metadata/metadata"] = "operator"
-    files["offsets/.3.tmp"] = "in flight"
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+from tests.savepoints.checkpoints import OFFSETS, fake_checkpoint
 
 
 def test_snapshot_takes_committed_state_and_the_planned_batch(tmp_path: Path) -> None:
-    query = _checkpoint(tmp_path / "q", committed=1)
+    query = fake_checkpoint(tmp_path / "q", committed=1)
     snapshot = snapshot_query(open_storage(str(tmp_path)), str(query), "q")
     files = set(snapshot.files)
     assert {"commits/0", "commits/1"} <= files and "commits/2" not in files
@@ -78,7 +44,7 @@ def test_a_query_without_a_committed_batch_cannot_be_saved(tmp_path: Path) -> No
 
 
 def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> None:
-    query = _checkpoint(tmp_path / "job" / "q", committed=2, planned=False)
+    query = fake_checkpoint(tmp_path / "job" / "q", committed=2, planned=False)
     storage = open_storage(str(tmp_path))
     path = take_savepoint(
         storage, {"q": str(query)}, storage, str(tmp_path / "sp"), "ab" * 16, "job", "4.3.0"
@@ -94,7 +60,7 @@ def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> Non
 
 
 def test_failed_copy_leaves_no_savepoint_behind(tmp_path: Path, monkeypatch) -> None:
-    query = _checkpoint(tmp_path / "job" / "q", committed=0)
+    query = fake_checkpoint(tmp_path / "job" / "q", committed=0)
     storage = open_storage(str(tmp_path))
 
     def broken(*args, **kwargs):
@@ -111,7 +77,7 @@ def test_failed_copy_leaves_no_savepoint_behind(tmp_path: Path, monkeypatch) -> 
 def test_manifest_errors_are_savepoint_errors(tmp_path: Path) -> None:
     with pytest.raises(SavepointError, match="format version 99"):
         Manifest.from_json(json.dumps({"format_version": 99}), "x/_metadata")
-    with pytest.raises(SavepointError, match="not a valid savepoint manifest"):
+    with pytest.raises(SavepointError, match="not a flinkish savepoint manifest"):
         Manifest.from_json("{not json", "x/_metadata")
 
 

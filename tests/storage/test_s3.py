@@ -199,3 +199,22 @@ def test_small_parts_settings_are_used(s3_root: Root) -> None:
     assert config.multipart_threshold == SMALL_PARTS["multipart_threshold"]
     assert config.multipart_chunksize == SMALL_PARTS["multipart_chunksize"]
     assert config.max_concurrency == 8
+
+
+def test_temporary_credentials_send_their_session_token(
+    s3_server: S3Server, s3_bucket: str
+) -> None:
+    conf = {**s3_server.flink_conf(), "s3.session.token": "FwoGZXIvYXdzEXAMPLETOKEN"}
+    settings = StorageSettings.from_flink(conf)
+    assert "FwoGZXIvYXdzEXAMPLETOKEN" not in repr(settings)
+    s = open_storage(s3_bucket, settings)
+    seen: list[object] = []
+    s.client.meta.events.register(  # type: ignore[attr-defined]
+        "before-send.s3.*",
+        lambda request, **_: seen.append(request.headers.get("X-Amz-Security-Token")),
+    )
+    s.write_text(join(s3_bucket, "sts"), "with a session token")
+    assert s.read_text(join(s3_bucket, "sts")) == "with a session token"
+    assert seen and all(
+        token in (b"FwoGZXIvYXdzEXAMPLETOKEN", "FwoGZXIvYXdzEXAMPLETOKEN") for token in seen
+    )

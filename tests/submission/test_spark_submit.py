@@ -23,7 +23,10 @@ SECRET = "s3cr3t-VALUE"
         (None, "spark://10.0.0.1:7077", "local[2]", ("remote", "spark://10.0.0.1:7077", "client")),
         ("remote", "spark://h:7077", "local[2]", ("remote", "spark://h:7077", "client")),
         ("remote", None, "spark://cfg:7077", ("remote", "spark://cfg:7077", "client")),
-        (None, "h:7077", "local[2]", ("remote", "spark://h:7077", "client")),
+        # Flink's meaning of -m host:port: the address of a session cluster
+        (None, "h:15002", "local[2]", ("remote", "sc://h:15002", "session")),
+        (None, "sc://127.0.0.1:15002", "local[2]", ("remote", "sc://127.0.0.1:15002", "session")),
+        ("remote", "10.1.2.3:8081", "local[2]", ("remote", "sc://10.1.2.3:8081", "session")),
         (None, "yarn-cluster", "local[2]", ("yarn-application", "yarn", "cluster")),
         (None, "yarn", "local[2]", ("yarn-application", "yarn", "cluster")),
         ("yarn-session", None, "local[2]", ("yarn-session", "yarn", "client")),
@@ -47,14 +50,24 @@ def test_resolve_deployment(target, jobmanager, master, expected) -> None:
     assert (deployment.target, deployment.master, deployment.deploy_mode) == expected
 
 
+def test_rest_address_names_the_session_cluster_of_target_remote() -> None:
+    deployment = resolve_deployment(None, None, "local[2]", "remote", "sc://cfg:15002")
+    assert (deployment.master, deployment.session) == ("sc://cfg:15002", True)
+    # -m wins over the configuration, and spark:// keeps its meaning
+    deployment = resolve_deployment(None, "spark://m:7077", "local[2]", "remote", "sc://cfg:1")
+    assert (deployment.master, deployment.session) == ("spark://m:7077", False)
+
+
 @pytest.mark.parametrize(
     ("target", "jobmanager", "master", "message"),
     [
-        ("remote", None, "local[2]", "needs the address of a Spark standalone master"),
-        ("local", "spark://h:7077", "local[2]", "does not run on master"),
+        ("remote", None, "local[2]", "needs the address of a session cluster or a Spark master"),
+        ("local", "spark://h:7077", "local[2]", "does not run on"),
+        ("local", "h:15002", "local[2]", "does not run on"),
         ("kubernetes-application", None, "local[2]", "needs the Kubernetes API server"),
         ("mesos", None, "local[2]", "Unknown target"),
-        (None, "http://nope", "local[2]", "is not a Spark master"),
+        (None, "http://nope", "local[2]", "is not the address of a session cluster"),
+        (None, "h:port", "local[2]", "is not the address of a session cluster"),
     ],
 )
 def test_resolve_deployment_refuses_what_cannot_work(target, jobmanager, master, message) -> None:
@@ -143,3 +156,38 @@ def test_kubernetes_application_needs_image_and_upload_path() -> None:
 def test_kubernetes_session_is_client_mode() -> None:
     command = _command(Deployment("kubernetes-session", "k8s://https://api:6443", "client"))
     assert _flag(command.argv, "--deploy-mode") == "client"
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, {"spark.yarn.maxAppAttempts": "1"}),
+        (
+            {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3"},
+            {"spark.yarn.maxAppAttempts": "4"},
+        ),
+        (
+            {
+                "restart-strategy.type": "failure-rate",
+                "restart-strategy.failure-rate.max-failures-per-interval": "2",
+                "restart-strategy.failure-rate.failure-rate-interval": "5 min",
+            },
+            {
+                "spark.yarn.maxAppAttempts": "3",
+                "spark.yarn.am.attemptFailuresValidityInterval": "300s",
+            },
+        ),
+        (
+            {"restart-strategy.type": "exponential-delay"},
+            {
+                "spark.yarn.maxAppAttempts": "100",
+                "spark.yarn.am.attemptFailuresValidityInterval": "3600s",
+            },
+        ),
+    ],
+)
+def test_yarn_application_restarts_follow_the_restart_strategy(settings, expected) -> None:
+    from flinkish_cli.config import Configuration
+    from flinkish_cli.submission.spark_submit import yarn_restarts
+
+    assert yarn_restarts(Configuration.from_flat(settings)) == expected

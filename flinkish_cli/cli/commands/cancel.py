@@ -1,50 +1,105 @@
-"""``flinkish cancel <JobID>``: stop a running job at once; it ends CANCELED."""
+"""``flinkish cancel [-s [dir]] <JobID>``: stop a running job at once; it ends CANCELED.
+
+``-s/--withSavepoint [dir]`` is Flink's deprecated "cancel with a savepoint": flinkish takes
+the savepoint between micro-batches (as ``stop`` does), then the job ends CANCELED. Without a
+directory the default one (execution.checkpointing.savepoint-dir) is used; ``cancel -s
+<JobID>`` reads the word after ``-s`` as the job, as Flink does.
+"""
 
 from __future__ import annotations
 
 import click
 
+from flinkish_cli.cli.flink_args import FORMAT_TYPES, NO_VALUE, format_type, job_and_target
 from flinkish_cli.cli.options import common_options, load_config, output_option
-from flinkish_cli.cli.output import echo, print_json
+from flinkish_cli.cli.output import echo, print_json, warn
 
 
 @click.command(short_help="Cancel a running job.")
-@click.argument("job_id", metavar="<Job ID>")
+@click.argument("args", nargs=-1, metavar="<Job ID>")
 @click.option(
     "-s",
     "--withSavepoint",
     "with_savepoint",
-    metavar="<targetDirectory>",
-    hidden=True,
-    help="Deprecated in Flink: use 'flinkish stop'.",
+    is_flag=False,
+    flag_value=NO_VALUE,
+    default=None,
+    metavar="[<targetDirectory>]",
+    help="Deprecated (use 'stop'): take a savepoint, then cancel. Without a directory, "
+    "execution.checkpointing.savepoint-dir.",
+)
+@click.option(
+    "-type",
+    "--type",
+    "savepoint_type",
+    type=click.Choice(FORMAT_TYPES, case_sensitive=False),
+    default=None,
+    help="With -s: canonical or native (Spark has one format; both give the same).",
 )
 @common_options
 @output_option
 def cancel(
-    job_id: str,
+    args: tuple[str, ...],
     with_savepoint: str | None,
+    savepoint_type: str | None,
     dynamic: tuple[str, ...],
     conf_dir: str | None,
     verbose: bool,
     output: str,
 ) -> None:
     """Cancel a running job: its queries stop at once and it ends CANCELED."""
-    from flinkish_cli.errors import UsageError
-    from flinkish_cli.registry.actions import cancel_job
     from flinkish_cli.registry.jobid import parse_job_id
+
+    text = output != "json"
+    if with_savepoint is None:
+        job_text, _, extra = job_and_target(
+            args, None, "Missing JobID. Specify a JobID to cancel a job."
+        )
+        _ignore(extra)
+        job_id = parse_job_id(job_text)
+        _cancel(job_id, load_config(conf_dir, dynamic), text)
+        return
+    job_text, target, extra = job_and_target(
+        args, with_savepoint, "Missing JobID. Specify a JobID to cancel a job."
+    )
+    _ignore(extra)
+    job_id = parse_job_id(job_text)
+    config = load_config(conf_dir, dynamic)
+    fmt = format_type(savepoint_type)
+    if text:
+        echo(
+            'DEPRECATION WARNING: Cancelling a job with savepoint is deprecated. Use "stop" '
+            "instead."
+        )
+        where = f"to {target}." if target else "to default savepoint directory."
+        echo(f"Cancelling job {job_id} with {fmt} savepoint {where}")
+    from flinkish_cli.registry.status import JobState
+    from flinkish_cli.savepoints import service
+
+    outcome = service.stop(config, job_id, target, False, fmt, end_state=JobState.CANCELED)
+    if text:
+        echo(f"Cancelled job {job_id}. Savepoint stored in {outcome.path}.")
+    else:
+        print_json({"jid": job_id, "savepoint": outcome.path, "state": outcome.state.value})
+    problem = outcome.ended_as(JobState.CANCELED)
+    if problem is not None:
+        raise problem
+
+
+def _cancel(job_id: str, config: object, text: bool) -> None:
+    from flinkish_cli.registry.actions import cancel_job
     from flinkish_cli.registry.store import registry_for
 
-    if with_savepoint:
-        raise UsageError(
-            "Cancelling with a savepoint is deprecated, as in Flink.",
-            f"Use: flinkish stop --savepointPath {with_savepoint} {job_id}",
-        )
-    job_id = parse_job_id(job_id)
-    registry = registry_for(load_config(conf_dir, dynamic))
-    if output != "json":
+    registry = registry_for(config)  # type: ignore[arg-type]
+    if text:
         echo(f"Cancelling job {job_id}.")
     status = cancel_job(registry, job_id)
-    if output == "json":
-        print_json(status.summary())
-    else:
+    if text:
         echo(f"Cancelled job {job_id}.")
+    else:
+        print_json(status.summary())
+
+
+def _ignore(extra: tuple[str, ...]) -> None:
+    if extra:
+        warn(f"Ignoring arguments after the JobID: {' '.join(extra)}")

@@ -1,15 +1,21 @@
-"""``flinkish checkpoint <JobID>``: wait for the job's next completed checkpoint."""
+"""``flinkish checkpoint [-full] <JobID>``: wait for the job's next completed checkpoint.
+
+Prints Flink's lines; the checkpoint's number is the job's highest committed micro-batch id
+plus one (each micro-batch is a checkpoint; batch 0 is checkpoint 1). The checkpoint's
+directory and each query's batch go to standard error (and into ``--output json``).
+"""
 
 from __future__ import annotations
 
 import click
 
+from flinkish_cli.cli.flink_args import require_job
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 
 
 @click.command(short_help="Wait for a job's next checkpoint.")
-@click.argument("job_id", metavar="<Job ID>")
+@click.argument("args", nargs=-1, metavar="<Job ID>")
 @click.option(
     "-full",
     "--full",
@@ -19,7 +25,7 @@ from flinkish_cli.cli.output import echo, print_json
 @common_options
 @output_option
 def checkpoint(
-    job_id: str,
+    args: tuple[str, ...],
     full: bool,
     dynamic: tuple[str, ...],
     conf_dir: str | None,
@@ -30,13 +36,19 @@ def checkpoint(
     from flinkish_cli.registry.jobid import parse_job_id
     from flinkish_cli.savepoints import service
 
-    job_id = parse_job_id(job_id)
-    if output != "json":
+    job_text, _ = require_job(args, "Missing JobID. Specify a Job ID to manipulate a checkpoint.")
+    job_id = parse_job_id(job_text)
+    config = load_config(conf_dir, dynamic)
+    text = output != "json"
+    if text:
         echo(f"Triggering checkpoint for job {job_id}.")
-    result = service.checkpoint(load_config(conf_dir, dynamic), job_id)
-    if output == "json":
+        echo("Waiting for response...")
+    result = service.checkpoint(config, job_id)
+    if not text:
         print_json({"jid": job_id, **result})
         return
-    for name, batch in sorted(result["batches"].items()):
-        echo(f"query={name} batch={batch}")
-    echo(f"Checkpoint completed. Path: {result['path']}")
+    kind = "(FULL)" if full else ""
+    echo(f"Checkpoint{kind} {result['id']} for job {job_id} completed.")
+    echo("You can resume your program from this checkpoint with the run command.")
+    batches = ", ".join(f"{name} at batch {b}" for name, b in sorted(result["batches"].items()))
+    echo(f"Checkpoint directory: {result.get('path')} ({batches or 'no active query'})", err=True)

@@ -14,12 +14,14 @@ from flinkish_cli.cli.output import echo, print_json
 @click.argument("job", metavar="<job.py>")
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[job arguments]")
 @click.option("-p", "--parallelism", type=click.IntRange(min=1), help="Parallelism of the job.")
+@click.option("-c", "--class", "java_class", hidden=True, help="Refused (Java only).")
 @common_options
 @output_option
 def info(
     job: str,
     job_args: tuple[str, ...],
     parallelism: int | None,
+    java_class: str | None,
     dynamic: tuple[str, ...],
     conf_dir: str | None,
     verbose: bool,
@@ -27,6 +29,13 @@ def info(
 ) -> None:
     """Print the plan of each streaming query of a job without running it."""
     import logging
+
+    from flinkish_cli.cli.flink_args import refuse_java
+
+    if java_class is not None:
+        raise refuse_java("-c", f"-c/--class {java_class} (a Java entry class)")
+    if job.lower().endswith(".jar"):
+        raise refuse_java("jar", f"{job} (a Java program)")
 
     from flinkish_cli.config import to_spark
     from flinkish_cli.submission.plan import Entry
@@ -51,5 +60,7 @@ def info(
         echo("The job starts no streaming query.")
     for plan in plans:
         echo(f"== Query '{plan.name}' ==")
+        if plan.note:
+            echo(f"-- {plan.note}")
         echo(plan.plan)
         echo()

@@ -1,38 +1,75 @@
 """``flinkish list``: running, scheduled and (with ``-a``) terminated jobs, as Flink lists them.
 
-Reads the registry only: no Spark, no JVM.
+Reads the registry only: no Spark, no JVM. Output is Flink's, line for line: "Waiting for
+response...", then per section either its jobs between rules or "No running jobs." /
+"No scheduled jobs."; the terminated section (``-a``) is printed only when it has jobs.
+
+A job whose status file cannot be read is listed with the state UNKNOWN in a section of its
+own (text) or as ``"state": "UNKNOWN"`` with the reason as ``failure-cause`` (JSON), and a
+warning on standard error says why; the other jobs are listed as usual.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from flinkish_cli.cli.options import common_options, load_config, output_option
-from flinkish_cli.cli.output import echo, print_json
+from flinkish_cli.cli.output import echo, print_json, warn
 
 if TYPE_CHECKING:
     from flinkish_cli.registry.status import JobStatus
+    from flinkish_cli.registry.store import UnreadableJob
 
 RULE = "-" * 62
+RUNNING_HEADER = "------------------ Running/Restarting Jobs -------------------"
+SCHEDULED_HEADER = "----------------------- Scheduled Jobs -----------------------"
+TERMINATED_HEADER = "---------------------- Terminated Jobs -----------------------"
+UNREADABLE_HEADER = "---------------------- Unreadable Jobs -----------------------"
+UNKNOWN = "UNKNOWN"
+DATE_FORMAT = "%d.%m.%Y %H:%M:%S"
 
 
 def _line(status: JobStatus, now: float) -> str:
-    start = time.strftime("%d.%m.%Y %H:%M:%S", time.localtime(status.start_time))
+    start = time.strftime(DATE_FORMAT, time.localtime(status.start_time))
     state = status.effective_state(now).value
     return f"{start} : {status.job_id} : {status.name} ({state})"
 
 
-def _section(title: str, jobs: list[JobStatus], now: float, empty: str) -> None:
-    if not jobs:
-        echo(empty)
+def _unreadable_line(job: UnreadableJob) -> str:
+    when = (
+        time.strftime(DATE_FORMAT, time.localtime(job.modified))
+        if job.modified is not None
+        else "--.--.---- --:--:--"
+    )
+    return f"{when} : {job.job_id} : (unreadable status) ({UNKNOWN})"
+
+
+def _section(header: str, lines: list[str], empty: str | None) -> None:
+    if not lines:
+        if empty is not None:
+            echo(empty)
         return
-    echo(f" {title} ".center(62, "-"))
-    for status in sorted(jobs, key=lambda s: s.start_time):
-        echo(_line(status, now))
+    echo(header)
+    for line in lines:
+        echo(line)
     echo(RULE)
+
+
+def _unreadable_json(job: UnreadableJob) -> dict[str, Any]:
+    return {
+        "jid": job.job_id,
+        "name": None,
+        "state": UNKNOWN,
+        "start-time": -1,
+        "end-time": -1,
+        "failure-cause": f"The status file is unreadable: {job.reason}",
+        "queries": {},
+        "restored-from": None,
+        "status-file": job.path,
+    }
 
 
 @click.command("list", short_help="List jobs.")
@@ -53,27 +90,39 @@ def list_jobs(
     """List running and scheduled jobs (-a: terminated ones too), one line each."""
     from flinkish_cli.registry.store import registry_for
 
+    if not (running or scheduled or show_all):
+        running = scheduled = True  # Flink's default: running and scheduled
     registry = registry_for(load_config(conf_dir, dynamic))
+    if output != "json":
+        echo("Waiting for response...")
     now = time.time()
-    jobs = registry.list()
+    jobs, unreadable = registry.scan()
     states = {s.job_id: s.effective_state(now) for s in jobs}
-    live = [
-        s
-        for s in jobs
-        if states[s.job_id].value in ("RUNNING", "RESTARTING", "CANCELLING", "FAILING")
-    ]
-    sched = [s for s in jobs if states[s.job_id].is_scheduled]
     ended = [s for s in jobs if states[s.job_id].is_terminal]
-    show_running = running or show_all or not scheduled
-    show_scheduled = scheduled or show_all or not running
+    scheduled_jobs = [s for s in jobs if states[s.job_id].is_scheduled]
+    live = [
+        s for s in jobs if not states[s.job_id].is_terminal and not states[s.job_id].is_scheduled
+    ]
+    for job in unreadable:
+        warn(
+            f"The status file of job {job.job_id} is unreadable ({job.reason}); it is listed "
+            f"as {UNKNOWN}. It is {job.path}; remove the job's directory if the job is gone."
+        )
+    show_running, show_scheduled = running or show_all, scheduled or show_all
     if output == "json":
-        chosen = (live if show_running else []) + (sched if show_scheduled else [])
+        chosen = (live if show_running else []) + (scheduled_jobs if show_scheduled else [])
         chosen += ended if show_all else []
-        print_json({"jobs": [s.summary(now) for s in chosen]})
+        documents = [s.summary(now) for s in chosen]
+        print_json({"jobs": documents + [_unreadable_json(j) for j in unreadable]})
         return
+
+    def lines(statuses: list[JobStatus]) -> list[str]:
+        return [_line(s, now) for s in sorted(statuses, key=lambda s: s.start_time)]
+
     if show_running:
-        _section("Running/Restarting Jobs", live, now, "No running jobs.")
+        _section(RUNNING_HEADER, lines(live), "No running jobs.")
     if show_scheduled:
-        _section("Scheduled Jobs", sched, now, "No scheduled jobs.")
+        _section(SCHEDULED_HEADER, lines(scheduled_jobs), "No scheduled jobs.")
     if show_all:
-        _section("Terminated Jobs", ended, now, "No terminated jobs.")
+        _section(TERMINATED_HEADER, lines(ended), None)
+    _section(UNREADABLE_HEADER, [_unreadable_line(j) for j in unreadable], None)

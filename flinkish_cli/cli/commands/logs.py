@@ -1,4 +1,8 @@
-"""``flinkish logs <JobID> [-f]``: a job's full driver log (Spark's log, the script's output)."""
+"""``flinkish logs <JobID> [-f]``: a job's full driver log (Spark's log, the script's output).
+
+The log opened is ``<env.log.dir>/flinkish-<JobID>.log`` of this shell's configuration, never
+a path read from the job's status (see :mod:`flinkish_cli.registry.logs`).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +33,11 @@ def logs(
     from flinkish_cli.registry.logs import stream_log
     from flinkish_cli.registry.store import registry_for
 
-    registry = registry_for(load_config(conf_dir, dynamic))
-    for chunk in stream_log(registry, parse_job_id(job_id), follow=follow, last_lines=lines):
+    config = load_config(conf_dir, dynamic)
+    log_dir = str(config.get("env.log.dir"))
+    chunks = stream_log(
+        registry_for(config), parse_job_id(job_id), log_dir, follow=follow, last_lines=lines
+    )
+    for chunk in chunks:
         sys.stdout.write(chunk)
         sys.stdout.flush()

@@ -1,33 +1,47 @@
-"""``flinkish savepoint``: trigger (``<JobID> [dir]``), dispose (``-d``), inspect (``info``)."""
+"""``flinkish savepoint``: trigger (``<JobID> [dir]``), dispose (``-d``), inspect (``info``).
+
+Flink's forms and lines: ``savepoint <JobID> [<target directory>]`` (``-detached``: print the
+trigger id and return), ``savepoint -d <path>``; flinkish adds ``savepoint info <path>``.
+``-j/--jarfile`` (a Java program for disposing) is refused: a flinkish savepoint needs none.
+"""
 
 from __future__ import annotations
 
 import click
 
+from flinkish_cli.cli.flink_args import FORMAT_TYPES, format_type, refuse_java, require_job
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json, print_table
 
 
 @click.command(short_help="Trigger, dispose of or inspect savepoints.")
-@click.argument("job_id", metavar="<Job ID> | info <path>", required=False)
-@click.argument("target", metavar="[<target directory>]", required=False)
+@click.argument("args", nargs=-1, metavar="<Job ID> [<target directory>] | info <path>")
 @click.option("-d", "--dispose", metavar="<path>", help="Path of a savepoint to dispose of.")
+@click.option(
+    "-detached",
+    "--detached",
+    "detached",
+    is_flag=True,
+    help="Return once the request is written, printing its trigger id; the job carries it out.",
+)
 @click.option(
     "-type",
     "--type",
     "savepoint_type",
-    type=click.Choice(["canonical", "native"]),
+    type=click.Choice(FORMAT_TYPES, case_sensitive=False),
     default=None,
-    help="Accepted for Flink compatibility: Spark has one format.",
+    help="canonical or native (Spark has one format; both give the same).",
 )
+@click.option("-j", "--jarfile", metavar="<jarfile>", hidden=True, help="Refused (Java only).")
 @click.option("--no-rows", is_flag=True, help="info: skip counting state rows (no Spark).")
 @common_options
 @output_option
 def savepoint(
-    job_id: str | None,
-    target: str | None,
+    args: tuple[str, ...],
     dispose: str | None,
+    detached: bool,
     savepoint_type: str | None,
+    jarfile: str | None,
     no_rows: bool,
     dynamic: tuple[str, ...],
     conf_dir: str | None,
@@ -38,29 +52,47 @@ def savepoint(
     from flinkish_cli.errors import UsageError
     from flinkish_cli.savepoints import service
 
+    if jarfile is not None:
+        raise refuse_java("-j", f"-j/--jarfile {jarfile} (a program JAR)")
+    text = output != "json"
     config = load_config(conf_dir, dynamic)
     if dispose:
+        if text:
+            echo(f"Disposing savepoint '{dispose}'.")
+            echo("Waiting for response...")
         service.dispose(config, dispose)
-        if output == "json":
-            print_json({"disposed": dispose})
-        else:
+        if text:
             echo(f"Savepoint '{dispose}' disposed.")
+        else:
+            print_json({"disposed": dispose})
         return
-    if job_id == "info":
-        if not target:
+    if args and args[0] == "info":
+        if len(args) < 2:
             raise UsageError("Name the savepoint: flinkish savepoint info <path>")
-        _show_info(service.info(config, target, rows=not no_rows), output)
+        _show_info(service.info(config, args[1], rows=not no_rows), output)
         return
-    if not job_id:
-        raise UsageError("Name the job: flinkish savepoint <JobID> [<target directory>]")
     from flinkish_cli.registry.jobid import parse_job_id
 
-    job_id = parse_job_id(job_id)
-    if output != "json":
+    job_text, rest = require_job(args, "Missing JobID. Specify a Job ID to trigger a savepoint.")
+    job_id = parse_job_id(job_text)
+    target = rest[0] if rest else None
+    if len(rest) >= 2 and text:
+        echo("Provided more arguments than required. Ignoring not needed arguments.")
+    fmt = format_type(savepoint_type)
+    if detached:
+        if text:
+            echo(f"Triggering savepoint in detached mode for job {job_id}.")
+        trigger_id = service.trigger_detached(config, job_id, target, fmt)
+        if text:
+            echo(f"Successfully trigger manual savepoint, triggerId: {trigger_id}")
+        else:
+            print_json({"jid": job_id, "trigger-id": trigger_id})
+        return
+    if text:
         echo(f"Triggering savepoint for job {job_id}.")
         echo("Waiting for response...")
-    path = service.trigger(config, job_id, target)
-    if output == "json":
+    path = service.trigger(config, job_id, target, fmt)
+    if not text:
         print_json({"jid": job_id, "savepoint": path})
         return
     echo(f"Savepoint completed. Path: {path}")

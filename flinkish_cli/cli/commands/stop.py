@@ -1,39 +1,57 @@
-"""``flinkish stop [--savepointPath DIR] [--drain] <JobID>``: stop gracefully with a savepoint."""
+"""``flinkish stop [-p [dir]] [-d] [-detached] [-type t] <JobID>``: stop with a savepoint.
+
+As Flink's: ``-p/--savepointPath`` takes an optional directory (without one, or without
+``-p`` at all, execution.checkpointing.savepoint-dir); ``stop -p <JobID>`` reads the word
+after ``-p`` as the job. ``-d`` is ``--drain`` here (process all available input first).
+``-detached`` writes the request, prints the trigger id and returns; the job carries it out.
+"""
 
 from __future__ import annotations
 
 import click
 
+from flinkish_cli.cli.flink_args import FORMAT_TYPES, NO_VALUE, format_type, job_and_target
 from flinkish_cli.cli.options import common_options, load_config, output_option
-from flinkish_cli.cli.output import echo, print_json
+from flinkish_cli.cli.output import echo, print_json, warn
 
 
 @click.command(short_help="Stop a job with a savepoint.")
-@click.argument("job_id", metavar="<Job ID>")
+@click.argument("args", nargs=-1, metavar="<Job ID>")
 @click.option(
     "-p",
     "--savepointPath",
     "savepoint_path",
-    metavar="<savepointPath>",
-    help="Directory of the savepoint (default execution.checkpointing.savepoint-dir).",
+    is_flag=False,
+    flag_value=NO_VALUE,
+    default=None,
+    metavar="[<savepointPath>]",
+    help="Directory of the savepoint (without one: execution.checkpointing.savepoint-dir).",
 )
 @click.option(
     "-d", "--drain", is_flag=True, help="Process all available input before taking the savepoint."
 )
 @click.option(
+    "-detached",
+    "--detached",
+    "detached",
+    is_flag=True,
+    help="Return once the request is written, printing its trigger id; the job carries it out.",
+)
+@click.option(
     "-type",
     "--type",
     "savepoint_type",
-    type=click.Choice(["canonical", "native"]),
+    type=click.Choice(FORMAT_TYPES, case_sensitive=False),
     default=None,
-    help="Accepted for Flink compatibility: Spark has one format.",
+    help="canonical or native (Spark has one format; both give the same).",
 )
 @common_options
 @output_option
 def stop(
-    job_id: str,
+    args: tuple[str, ...],
     savepoint_path: str | None,
     drain: bool,
+    detached: bool,
     savepoint_type: str | None,
     dynamic: tuple[str, ...],
     conf_dir: str | None,
@@ -42,14 +60,39 @@ def stop(
 ) -> None:
     """Stop a running job between micro-batches, take a savepoint, end it FINISHED."""
     from flinkish_cli.registry.jobid import parse_job_id
+    from flinkish_cli.registry.status import JobState
     from flinkish_cli.savepoints import service
 
-    job_id = parse_job_id(job_id)
+    job_text, target, extra = job_and_target(args, savepoint_path, "Missing JobId")
+    if extra:
+        warn(f"Ignoring arguments after the JobID: {' '.join(extra)}")
+    job_id = parse_job_id(job_text)
     config = load_config(conf_dir, dynamic)
-    if output != "json":
-        echo(f'Suspending job "{job_id}" with a savepoint.')
-    path = service.stop(config, job_id, savepoint_path, drain)
-    if output == "json":
-        print_json({"jid": job_id, "savepoint": path, "state": "FINISHED"})
+    fmt = format_type(savepoint_type)
+    text = output != "json"
+    if text:
+        doing = "Draining" if drain else "Suspending"
+        echo(f'{doing} job "{job_id}" with a {fmt} savepoint.')
+    if detached:
+        if text:
+            echo(f"Triggering stop-with-savepoint in detached mode for job {job_id}.")
+        trigger_id = service.stop_detached(config, job_id, target, drain, fmt)
+        if text:
+            echo(
+                "Successfully trigger stop-with-savepoint in detached mode, "
+                f"triggerId: {trigger_id}"
+            )
+        else:
+            print_json({"jid": job_id, "trigger-id": trigger_id})
+        return
+    if text:
+        echo(f"Triggering stop-with-savepoint for job {job_id}.")
+        echo("Waiting for response...")
+    outcome = service.stop(config, job_id, target, drain, fmt)
+    if text:
+        echo(f"Savepoint completed. Path: {outcome.path}")
     else:
-        echo(f"Savepoint completed. Path: {path}")
+        print_json({"jid": job_id, "savepoint": outcome.path, "state": outcome.state.value})
+    problem = outcome.ended_as(JobState.FINISHED)
+    if problem is not None:
+        raise problem

@@ -1,0 +1,34 @@
+"""Named points where tests kill the job's own processes, to prove recovery from them.
+
+A test sets ``FLINKISH_TEST_FAULT=<point>:<process>`` in the environment of ``flinkish run``
+(the driver inherits it); when the job's first driver reaches ``<point>`` it SIGKILLs
+``<process>``: ``jvm`` (Spark's JVM, as the OOM killer would) or ``python`` (the driver
+itself). A restarted driver (``attempt`` > 0) never injects, so the restart can succeed.
+Points: ``restore-copied`` (a savepoint's state copied into the job's checkpoint, before it
+is repartitioned), ``restore-repartitioned`` (state repartitioned for a new parallelism, not
+yet marked restored), ``savepoint-snapshot`` (the driver chose the files of a savepoint,
+before copying them). Nothing happens unless the variable names the point.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+VARIABLE = "FLINKISH_TEST_FAULT"
+
+
+def inject(point: str, attempt: int) -> None:
+    """Kill the named process if a test asked for a fault at ``point``."""
+    wanted = os.environ.get(VARIABLE, "")
+    name, _, process = wanted.partition(":")
+    if attempt > 0 or name != point:
+        return
+    import logging
+
+    logging.getLogger("flinkish.runtime").warning("Test fault at %s: killing %s.", point, process)
+    logging.shutdown()
+    if process == "jvm":
+        os.kill(os.getppid(), signal.SIGKILL)
+        signal.pause()  # the driver notices its JVM is gone and exits
+    os.kill(os.getpid(), signal.SIGKILL)

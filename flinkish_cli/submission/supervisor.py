@@ -1,0 +1,455 @@
+"""The supervisor of one job's driver: Flink's JobManager failover, for a Spark driver.
+
+``flinkish run`` starts this small process (no pyspark, no JVM) in a session of its own; it
+starts ``spark-submit`` in another session and waits. When the driver ends, the job's status
+says how: a terminal state (FINISHED, CANCELED, FAILED) ends the supervisor with the same
+outcome. When the driver died without recording an end -- Spark's JVM killed (the kernel's
+OOM killer does that), the Python driver killed, the driver hung without heartbeats -- the
+supervisor kills what is left of it and asks the job's restart strategy (replayed from the
+failures recorded in the job's status, so it spans every process of the job): RESTARTING,
+then a new driver with the same JobID, whose queries resume from their checkpoints; or
+FAILED with the cause ("Spark's JVM exited with signal 9 (SIGKILL)") when the strategy
+gives up. A driver that died before it ever reported (spark-submit or the JVM could not
+start) is not restarted: that fails the same way again. A driver that reported and then
+died is restarted even before its queries started (a JVM killed during a restore).
+
+While no driver runs, the supervisor keeps the job's heartbeat and answers ``cancel``, so a
+job is never left RUNNING or RESTARTING without a process making progress on it.
+
+Per target: every client-mode target (local, remote, yarn-session, kubernetes-session) and
+kubernetes-application (``spark-submit`` waits for the driver pod) are restarted here;
+yarn-application uses YARN's own attempts (``spark.yarn.maxAppAttempts``, set from the
+restart strategy) and the supervisor only records the outcome. The supervisor also cleans
+the job's private run directory (the properties file holds secrets) on every path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("flinkish.supervisor")
+
+SPEC_FILE = "supervisor.json"
+PID_FILE = "supervisor.pid"
+PROPERTIES_FILE = "spark.properties"
+#: The driver's exit status when it found Spark's JVM gone (see runtime.job.EXIT_JVM_LOST).
+EXIT_JVM_LOST = 75
+#: How long a (re)started driver has to report before it counts as failed to start.
+START_TIMEOUT = 300.0
+POLL = 0.5
+
+
+@dataclass
+class SupervisorSpec:
+    """What the supervisor needs (no secrets: those stay in the properties file)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    job_id: str
+    checkpoint_root: str
+    log_path: str
+    restarts_here: bool = True  # False: the cluster manager restarts the driver (YARN)
+    watch_pid: int | None = None  # -sae: cancel the job when this process (the CLI) is gone
+    client: bool = False  # the process is a session cluster job's client (no JVM of its own)
+
+    def write(self, run_dir: Path) -> None:
+        path = run_dir / SPEC_FILE
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(self), handle)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> SupervisorSpec:
+        return cls(**json.loads((run_dir / SPEC_FILE).read_text(encoding="utf-8")))
+
+
+@dataclass
+class DriverExit:
+    """How a driver process ended."""
+
+    returncode: int
+    reported: bool  # the driver wrote the job's status (it started)
+    hung: bool = False  # killed by the supervisor: no heartbeat for heartbeat.timeout
+    client: bool = False  # a session cluster job's client process (Python only)
+
+    def cause(self) -> str:
+        code = self.returncode
+        if self.hung:
+            return "The job's driver stopped sending heartbeats and was killed by its supervisor."
+        if self.client:
+            if code < 0:
+                return (
+                    f"The job's client process was killed by signal {-code} "
+                    f"({_signal_name(-code)})."
+                )
+            return f"The job's client process exited with status {code} without an end."
+        if code < 0:
+            return f"Spark's JVM exited with signal {-code} ({_signal_name(-code)})."
+        if code == EXIT_JVM_LOST:
+            return "Spark's JVM exited while the job ran."
+        if code > 128:
+            return (
+                f"The job's Python driver was killed by signal {code - 128} "
+                f"({_signal_name(code - 128)}); Spark's JVM exited with status {code}."
+            )
+        return f"The job's driver exited with status {code} without recording an end."
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+@dataclass
+class Supervisor:
+    """Runs one job's driver until the job has a terminal state."""
+
+    run_dir: Path
+    spec: SupervisorSpec
+    properties: str  # the properties file's text, kept in memory for restarts
+    registry: Any
+    config: Any
+    process: subprocess.Popen[bytes] | None = None
+    stopping: bool = False
+    _cli_gone: bool = field(default=False, repr=False)
+
+    # -- set-up ----------------------------------------------------------------------------
+    @classmethod
+    def load(cls, run_dir: Path) -> Supervisor:
+        from flinkish_cli.config import Configuration
+        from flinkish_cli.registry.store import JobRegistry
+        from flinkish_cli.runtime.driver import SECRET_FROM_SPARK, storage_flat_conf
+        from flinkish_cli.storage import StorageSettings
+        from flinkish_cli.submission.plan import PLAN_CONF_KEY, JobPlan
+
+        spec = SupervisorSpec.read(run_dir)
+        text = (run_dir / PROPERTIES_FILE).read_text(encoding="utf-8")
+        values = parse_properties(text)
+        plan = JobPlan.decode(values[PLAN_CONF_KEY])
+        secrets = {key: values.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+        settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
+        registry = JobRegistry.open(spec.checkpoint_root, settings)
+        config = Configuration.from_flat(plan.flink_conf)
+        return cls(run_dir, spec, text, registry, config)
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self) -> int:
+        """Supervise until the job ends; the exit status (0 FINISHED/CANCELED, 1 FAILED)."""
+        from flinkish_cli.registry.status import JobState
+
+        attempt = 0
+        try:
+            while True:
+                ended = self._run_driver(attempt)
+                status = self.registry.find(self.spec.job_id)
+                if status is not None and status.state.is_terminal:
+                    return 1 if status.state is JobState.FAILED else 0
+                if self.stopping or self._cli_gone or self._cancel_requested():
+                    self._record(JobState.CANCELED, "Canceled while its driver was down.")
+                    return 0
+                if not ended.reported:  # it failed to start: a restart would fail the same way
+                    self._record(JobState.FAILED, f"{ended.cause()} (it never started)")
+                    return 1
+                if not self.spec.restarts_here:
+                    self._record(JobState.FAILED, f"{ended.cause()} (the cluster gave up)")
+                    return 1
+                delay = self._decide(ended.cause())
+                if delay is None:
+                    return 1
+                if not self._wait_restarting(delay):
+                    self._record(JobState.CANCELED, "Canceled while restarting.")
+                    return 0
+                attempt += 1
+        finally:
+            self._clean()
+
+    def _run_driver(self, attempt: int) -> DriverExit:
+        """Start ``spark-submit`` for ``attempt`` and wait until it exits."""
+        self._write_properties(attempt)
+        before = self.registry.find(self.spec.job_id)
+        reported_pid = before.pid if before is not None else None
+        env = {**os.environ, **self.spec.env}
+        self.process = subprocess.Popen(
+            self.spec.argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.info("Driver attempt %d: process %d.", attempt, self.process.pid)
+        started = time.monotonic()
+        reported = False
+        hung = False
+        while self.process.poll() is None:
+            time.sleep(POLL)
+            self._watch_cli()
+            status = self.registry.find(self.spec.job_id)
+            if status is not None and status.pid is not None and status.pid != reported_pid:
+                reported = True
+            if status is not None and reported and not status.state.is_terminal:
+                silent = time.time() - status.heartbeat
+                if silent > status.heartbeat_timeout:
+                    log.error("No heartbeat for %.0f s: killing the driver.", silent)
+                    hung = True
+                    self._kill_driver()
+            elif not reported and time.monotonic() - started > START_TIMEOUT:
+                log.error("The driver did not report within %.0f s: killing it.", START_TIMEOUT)
+                self._kill_driver()
+        self._kill_driver()  # what is left of it: an orphaned Python driver, its workers
+        with contextlib.suppress(OSError):
+            os.remove(self.run_dir / PROPERTIES_FILE)
+        status = self.registry.find(self.spec.job_id)
+        if self.spec.client and status is not None and not status.state.is_terminal:
+            self._stop_orphans(status.connect_session)
+        if status is not None and status.pid is not None and status.pid != reported_pid:
+            reported = True
+        code = self.process.returncode
+        log.info("Driver attempt %d ended with status %s.", attempt, code)
+        return DriverExit(code, reported, hung, self.spec.client)
+
+    def _stop_orphans(self, session: str | None) -> None:
+        """A dead client's queries still run in its session on the cluster: stop them
+        (in a short-lived client, bounded, so a dead cluster cannot hold the supervisor)."""
+        if not session:
+            return
+        url = self.spec.env.get("SPARK_REMOTE", "")
+        command = [self.spec.argv[0], self.spec.argv[1], "--stop-orphans", url, session]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL
+            )
+            stopped = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+            log.info("Stopped %s queries left in session %s.", stopped or "no", session)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            log.warning("Could not stop the queries of session %s: %s", session, error)
+
+    def _kill_driver(self) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=30)
+
+    def _write_properties(self, attempt: int) -> None:
+        """The private properties file, fresh for each attempt (the driver deletes it)."""
+        from flinkish_cli.submission.launcher import write_private
+        from flinkish_cli.submission.plan import PLAN_CONF_KEY, JobPlan
+
+        text = self.properties
+        if attempt:
+            values = parse_properties(text)
+            plan = JobPlan.decode(values[PLAN_CONF_KEY])
+            plan.attempt = attempt
+            text = replace_property(text, PLAN_CONF_KEY, plan.encode())
+        path = self.run_dir / PROPERTIES_FILE
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        write_private(path, text)
+
+    # -- decisions -------------------------------------------------------------------------
+    def _decide(self, cause: str) -> float | None:
+        """Ask the restart strategy; the delay before the next driver, or None (FAILED)."""
+        from flinkish_cli.registry.status import JobState
+        from flinkish_cli.runtime.restart import replay
+
+        status = self.registry.get(self.spec.job_id)
+        now = time.time()
+        decision = replay(self.config, status.failure_times, now)
+        status.failure_times.append(now)
+        if not decision.restart:
+            status.state = JobState.FAILED
+            status.failure_cause = f"{cause}\n(not restarted: {decision.reason})"
+            status.end_time = now
+            self._write(status)
+            log.error("Job failed: %s", status.failure_cause)
+            return None
+        status.state = JobState.RESTARTING
+        status.restarts += 1
+        status.failure_cause = cause
+        self._write(status)
+        log.warning("%s Restarting the driver in %.1f s.", cause, decision.delay)
+        return decision.delay
+
+    def _wait_restarting(self, delay: float) -> bool:
+        """Keep the heartbeat while waiting; False when the job was cancelled meanwhile."""
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline:
+            if self.stopping or self._cancel_requested():
+                return False
+            self._watch_cli()
+            if self._cli_gone:
+                return False
+            status = self.registry.find(self.spec.job_id)
+            if status is not None:
+                self._write(status)
+            time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
+        return True
+
+    def _cancel_requested(self) -> bool:
+        """Answer control requests while no driver runs: cancel and stop end the job."""
+        from flinkish_cli.registry.control import ControlChannel, ControlResponse
+
+        channel = ControlChannel(self.registry, self.spec.job_id)
+        try:
+            requests = channel.pending()
+        except Exception:
+            return False
+        cancel = False
+        for request in requests:
+            if request.action in ("cancel", "stop") and not request.args.get("savepoint"):
+                channel.respond(ControlResponse(request.request_id, ok=True))
+                cancel = True
+            else:
+                channel.respond(
+                    ControlResponse(
+                        request.request_id,
+                        ok=False,
+                        error=f"Job {self.spec.job_id} is RESTARTING: its driver is down.",
+                    )
+                )
+        return cancel
+
+    def _watch_cli(self) -> None:
+        """-sae: the attached CLI is gone (even killed with SIGKILL): cancel the job."""
+        pid = self.spec.watch_pid
+        if pid is None or self._cli_gone:
+            return
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            self._cli_gone = True
+            log.warning("The attached client (pid %d) is gone: cancelling the job (-sae).", pid)
+            from flinkish_cli.registry.control import ControlChannel, ControlRequest
+
+            with contextlib.suppress(Exception):
+                ControlChannel(self.registry, self.spec.job_id).send(ControlRequest("cancel"))
+        except PermissionError:
+            return
+
+    # -- status ----------------------------------------------------------------------------
+    def _record(self, state: Any, cause: str) -> None:
+        from flinkish_cli.registry.status import JobState
+
+        status = self.registry.get(self.spec.job_id)
+        if status.state.is_terminal:
+            return
+        status.state = state
+        status.failure_cause = cause if state is not JobState.FINISHED else None
+        status.end_time = time.time()
+        self._write(status)
+        log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
+
+    def _write(self, status: Any) -> None:
+        status.heartbeat = time.time()
+        status.supervisor_pid = os.getpid()
+        try:
+            self.registry.write(status)
+        except Exception as error:
+            log.warning("Could not write the job's status: %s", error)
+
+    def _clean(self) -> None:
+        """The run directory (private properties, the job's packages) goes with the job."""
+        import shutil
+
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def handle_signal(self, signum: int, _frame: Any) -> None:
+        """SIGTERM/SIGINT of the supervisor: stop the job gracefully, through its driver."""
+        from flinkish_cli.registry.control import ControlChannel, ControlRequest
+
+        self.stopping = True
+        with contextlib.suppress(Exception):
+            ControlChannel(self.registry, self.spec.job_id).send(
+                ControlRequest("stop", {"reason": f"Stopped by {signal.Signals(signum).name}."})
+            )
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """The keys and values of a properties file flinkish wrote (one ``key=value`` a line)."""
+    values = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = _split_escaped(line)
+        values[_unescape(key)] = _unescape(value)
+    return values
+
+
+def replace_property(text: str, key: str, value: str) -> str:
+    """``text`` with ``key``'s value replaced (the value must need no escaping)."""
+    lines = []
+    for line in text.splitlines():
+        if _unescape(_split_escaped(line)[0]) == key:
+            line = f"{key}={value}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _split_escaped(line: str) -> tuple[str, str, str]:
+    index = 0
+    while index < len(line):
+        if line[index] == "\\":
+            index += 2
+            continue
+        if line[index] == "=":
+            return line[:index], "=", line[index + 1 :]
+        index += 1
+    return line, "", ""
+
+
+def _unescape(text: str) -> str:
+    out = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            nxt = text[index + 1]
+            if nxt == "u" and index + 5 < len(text):
+                out.append(chr(int(text[index + 2 : index + 6], 16)))
+                index += 6
+                continue
+            out.append({"n": "\n", "r": "\r", "t": "\t"}.get(nxt, nxt))
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m flinkish_cli.submission.supervisor <run dir>``."""
+    args = sys.argv[1:] if argv is None else argv
+    run_dir = Path(args[0])
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    (run_dir / PID_FILE).write_text(str(os.getpid()))
+    try:
+        supervisor = Supervisor.load(run_dir)
+    except Exception as error:
+        log.error("The supervisor could not start: %s", error)
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, supervisor.handle_signal)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the attached CLI turns Ctrl-C into requests
+    sys.exit(supervisor.run())
+
+
+if __name__ == "__main__":
+    main()

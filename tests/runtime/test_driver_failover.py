@@ -1,0 +1,376 @@
+"""A job's driver dies, and the job recovers as a Flink job recovers from a JobManager failure.
+
+Each test injects a real fault into a real job on local Spark -- SIGKILL of Spark's JVM alone
+(what the kernel's OOM killer does), of the Python driver alone, of the driver hung with
+SIGSTOP, of the attached CLI -- or kills the driver at a named point of a savepoint or a
+restore (:mod:`flinkish_cli.runtime.faults`), and then asserts the outcome: the job's
+supervisor restarts the driver under the job's restart strategy with the same JobID, and
+the output is exactly once (read through the file sink's commit log), or the job ends
+FAILED with a clear cause and resumes cleanly. Nothing stays RUNNING or RESTARTING without
+a process making progress.
+
+The job is ``tests/fixtures/jobs/counts/counts_job.py``: ``raw`` copies every row to Spark's
+exactly-once file sink, ``counts`` keeps a running count per key, written per batch.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.sink_log import committed_rows, final_counts
+
+pytestmark = pytest.mark.spark
+
+COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
+KEYS = [f"k{i}" for i in range(5)]
+RESTARTS = (
+    "-D",
+    "restart-strategy.type=fixed-delay",
+    "-D",
+    "restart-strategy.fixed-delay.attempts=6",
+    "-D",
+    "restart-strategy.fixed-delay.delay=1 s",
+)
+SAVEPOINT_LINE = re.compile(r"Savepoint completed\. Path: (\S+)")
+
+
+class Job:
+    """The input (with its ground truth) and output of one test's job."""
+
+    def __init__(self, env: FlinkishEnv) -> None:
+        self.env = env
+        self.inputs = env.root / "in"
+        self.output = env.root / "out"
+        self.rows: list[dict[str, Any]] = []
+        self.rng = random.Random(20261123)
+        self._lock = threading.Lock()
+
+    def add_file(self, rows: int = 5) -> None:
+        with self._lock:
+            start = len(self.rows)
+            batch = [
+                {"key": self.rng.choice(KEYS), "value": 1, "seq": seq}
+                for seq in range(start, start + rows)
+            ]
+            write_events(self.inputs, batch)
+            self.rows += batch
+
+    def args(self) -> list[str]:
+        return [COUNTS_JOB, "--input", str(self.inputs), "--output", str(self.output)]
+
+    def start(self, *flags: str, extra_env: dict[str, str] | None = None) -> str:
+        result = self.env.run("run", "-d", *RESTARTS, *flags, *self.args(), env=extra_env)
+        assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+        return job_id_of(result.stdout)
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        path = self.env.checkpoints / job_id / "_flinkish" / "status.json"
+        return json.loads(path.read_text())
+
+    def last_commit(self, job_id: str, query: str) -> int:
+        commits = self.env.checkpoints / job_id / query / "commits"
+        names = [p.name for p in commits.iterdir()] if commits.is_dir() else []
+        return max((int(n) for n in names if n.isdigit()), default=-1)
+
+    def wait_for_commits(self, job_id: str, beyond: int = -1, timeout: float = 180) -> None:
+        """Until both queries have committed a batch after ``beyond``."""
+        deadline = time.monotonic() + timeout
+        while min(self.last_commit(job_id, q) for q in ("counts", "raw")) <= beyond:
+            assert time.monotonic() < deadline, f"no commit after {beyond}: {self.status(job_id)}"
+            time.sleep(0.2)
+
+    def wait_running_again(self, job_id: str, restarts: int, old_pid: int) -> dict[str, Any]:
+        """Until a new driver runs the job after its ``restarts``-th restart."""
+        deadline = time.monotonic() + 180
+        seen = set()
+        while True:
+            status = self.status(job_id)
+            seen.add(status["state"])
+            if (
+                status["state"] == "RUNNING"
+                and status["restarts"] >= restarts
+                and status["pid"] != old_pid
+            ):
+                assert "RESTARTING" in seen or status["restarts"] == restarts
+                return status
+            assert status["state"] not in ("FAILED", "CANCELED", "FINISHED"), status
+            assert time.monotonic() < deadline, f"not running again: {status}"
+            time.sleep(0.2)
+
+    def stop(self, job_id: str) -> str:
+        result = self.env.run("stop", job_id)
+        assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+        match = SAVEPOINT_LINE.search(result.stdout)
+        assert match, result.stdout
+        return match.group(1)
+
+    def assert_exactly_once(self, where: str) -> None:
+        seqs = sorted(row["seq"] for row in committed_rows(self.output / "raw"))
+        duplicated = [s for s, n in collections.Counter(seqs).items() if n > 1]
+        missing = sorted(set(range(len(self.rows))) - set(seqs))
+        assert seqs == list(range(len(self.rows))), (
+            f"{where}: {len(seqs)} of {len(self.rows)} rows; duplicated {duplicated[:10]}, "
+            f"missing {missing[:10]}"
+        )
+        truth = dict(collections.Counter(row["key"] for row in self.rows))
+        assert final_counts(self.output / "counts") == truth, where
+
+
+class Feeder:
+    """Writes an input file every ~0.7 s while a job runs (batches in flight at kills)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._feed, daemon=True)
+
+    def _feed(self) -> None:
+        while not self._stop.wait(0.7):
+            self.job.add_file()
+
+    def __enter__(self) -> Feeder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+@pytest.fixture
+def job(flinkish_env: FlinkishEnv) -> Iterator[Job]:
+    yield Job(flinkish_env)
+
+
+def _jvm_of(python_pid: int) -> int:
+    """Spark's JVM started the Python driver: it is its parent."""
+    stat = Path(f"/proc/{python_pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovered_exactly_once(
+    job: Job,
+) -> None:
+    for _ in range(3):
+        job.add_file()
+    job_id = job.start()
+    with Feeder(job):
+        job.wait_for_commits(job_id)
+        first = job.status(job_id)
+        assert first["supervisor_pid"] and _alive(first["supervisor_pid"])
+
+        # 1. Spark's JVM alone, as the OOM killer kills it: the Python driver must not linger
+        jvm = _jvm_of(first["pid"])
+        os.kill(jvm, signal.SIGKILL)
+        second = job.wait_running_again(job_id, 1, first["pid"])
+        assert not _alive(first["pid"]), "the Python driver outlived its JVM"
+        assert "Spark's JVM exited with signal 9 (SIGKILL)" in second["failure_cause"]
+        assert second["job_id"] == job_id
+        job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
+
+        # 2. the Python driver alone
+        os.kill(second["pid"], signal.SIGKILL)
+        third = job.wait_running_again(job_id, 2, second["pid"])
+        assert "Python driver was killed by signal 9" in third["failure_cause"]
+        job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
+
+        # 3. the driver dies while it takes a savepoint: the CLI gets a clear error, nothing
+        #    half-written validates, the job restarts
+        savepoint = job.env.popen("savepoint", job_id)
+        control = job.env.checkpoints / job_id / "_flinkish" / "control"
+        deadline = time.monotonic() + 60
+        while not any(control.glob("*.request.json")) if control.exists() else True:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(_jvm_of(third["pid"]), signal.SIGKILL)
+        out, err = savepoint.communicate(timeout=300)
+        assert savepoint.returncode == 1, f"{out}\n{err}"
+        assert "Traceback" not in err and err.strip(), err
+        fourth = job.wait_running_again(job_id, 3, third["pid"])
+        assert fourth["restarts"] == 3
+        for leftover in job.env.savepoints.glob("savepoint-*"):
+            info = job.env.run("savepoint", "info", "--no-rows", str(leftover))
+            assert info.returncode == 1, f"a half-written savepoint validates: {leftover}"
+        job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
+
+    # all input processed, then a clean stop; the output is exactly once
+    job.add_file()
+    deadline = time.monotonic() + 120
+    while len(committed_rows(job.output / "raw")) < len(job.rows):
+        assert time.monotonic() < deadline, "the restarted job does not catch up"
+        time.sleep(0.5)
+    job.stop(job_id)
+    assert job.status(job_id)["state"] == "FINISHED"
+    job.assert_exactly_once("after 3 driver deaths")
+
+
+def test_a_hung_driver_is_killed_and_restarted(job: Job) -> None:
+    """SIGSTOP freezes the driver: its heartbeat stops, the supervisor must not wait forever."""
+    job.env.write_conf({"heartbeat.timeout": "8 s"})
+    job.add_file()
+    job_id = job.start()
+    job.wait_for_commits(job_id)
+    first = job.status(job_id)
+    os.kill(first["pid"], signal.SIGSTOP)
+    second = job.wait_running_again(job_id, 1, first["pid"])
+    assert "stopped sending heartbeats" in second["failure_cause"]
+    assert not _alive(first["pid"])
+    job.add_file()
+    job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
+    job.stop(job_id)
+    job.assert_exactly_once("after a hung driver")
+
+
+def test_a_strategy_that_gives_up_ends_failed_with_the_cause(job: Job) -> None:
+    job.add_file()
+    result = job.env.run("run", "-d", "-D", "restart-strategy.type=none", *job.args(), check=True)
+    job_id = job_id_of(result.stdout)
+    job.wait_for_commits(job_id)
+    status = job.status(job_id)
+    os.kill(_jvm_of(status["pid"]), signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while job.status(job_id)["state"] != "FAILED":
+        assert time.monotonic() < deadline, job.status(job_id)
+        time.sleep(0.2)
+    listed = job.env.job(job_id)
+    assert listed["state"] == "FAILED"
+    assert "Spark's JVM exited with signal 9" in listed["failure-cause"]
+    assert "not restarted" in listed["failure-cause"]
+    assert not _alive(status["supervisor_pid"]) or _wait_gone(status["supervisor_pid"])
+    assert not list(job.env.logs.glob(".run-*")), "the private run directory outlived the job"
+    # a clean resume from the retained checkpoint
+    job.add_file()
+    resumed = job.env.run(
+        "run",
+        "-s",
+        str(job.env.checkpoints / job_id),
+        "-D",
+        "execution.runtime-mode=BATCH",
+        *job.args(),
+        check=True,
+    )
+    assert "has finished" in resumed.stdout
+    job.assert_exactly_once("resumed after FAILED")
+
+
+def _wait_gone(pid: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_an_interrupted_restore_and_rescale_are_redone(job: Job) -> None:
+    """The driver dies after copying a savepoint's state and again (as a new job) after
+    repartitioning it for a new parallelism: each restarted driver restores it again."""
+    job.env.write_conf({"state.backend.type": "rocksdb"})
+    for _ in range(3):
+        job.add_file()
+    job_id = job.start()
+    job.wait_for_commits(job_id)
+    savepoint = job.stop(job_id)
+    before = {
+        p.relative_to(savepoint): p.read_bytes() for p in Path(savepoint).rglob("*") if p.is_file()
+    }
+
+    job.add_file()
+    copied = job.start("-s", savepoint, extra_env={"FLINKISH_TEST_FAULT": "restore-copied:jvm"})
+    status = job.wait_running_again(copied, 1, -1)
+    assert "Spark's JVM" in status["failure_cause"]
+    job.wait_for_commits(copied, job.last_commit(copied, "raw"))
+    job.stop(copied)
+
+    job.add_file()
+    rescaled = job.start(
+        "-s",
+        savepoint,
+        "-p",
+        "3",
+        extra_env={"FLINKISH_TEST_FAULT": "restore-repartitioned:python"},
+    )
+    status = job.wait_running_again(rescaled, 1, -1)
+    assert "Python driver was killed" in status["failure_cause"]
+    log = job.env.run("logs", rescaled, check=True).stdout
+    assert log.count("Repartitioning the state of query 'counts'") == 2
+    assert "was interrupted" in log
+    job.wait_for_commits(rescaled, job.last_commit(rescaled, "raw"))
+    # the savepoint was never modified (no_claim)
+    after = {
+        p.relative_to(savepoint): p.read_bytes() for p in Path(savepoint).rglob("*") if p.is_file()
+    }
+    assert after == before
+    job.env.run("cancel", rescaled, check=True)
+
+
+def test_an_attached_cli_killed_leaves_the_job_running_unless_sae(job: Job) -> None:
+    job.add_file()
+    cli = subprocess.Popen(
+        [*_flinkish(job.env), "run", *RESTARTS, *job.args()],
+        env=job.env.environ(),
+        cwd=job.env.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    job_id = _job_id_from(cli)
+    job.wait_for_commits(job_id)
+    cli.kill()
+    cli.wait()
+    time.sleep(3)
+    assert job.env.job(job_id)["state"] == "RUNNING"  # like a detached Flink job
+    job.env.run("cancel", job_id, check=True)
+
+    sae = subprocess.Popen(
+        [*_flinkish(job.env), "run", "-sae", *RESTARTS, *job.args()],
+        env=job.env.environ(),
+        cwd=job.env.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    sae_id = _job_id_from(sae)
+    job.wait_for_commits(sae_id)
+    sae.kill()  # SIGKILL: nothing in the CLI runs; its supervisor notices
+    sae.wait()
+    deadline = time.monotonic() + 90
+    while job.env.job(sae_id)["state"] != "CANCELED":
+        assert time.monotonic() < deadline, job.env.job(sae_id)
+        time.sleep(0.5)
+
+
+def _flinkish(env: FlinkishEnv) -> list[str]:
+    from tests.fixtures.flinkish_env import FLINKISH
+
+    return [FLINKISH]
+
+
+def _job_id_from(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("Job has been submitted with JobID "):
+            return line.rsplit(" ", 1)[-1].strip()
+    raise AssertionError("no submission line")

@@ -1,0 +1,210 @@
+"""Jobs in a session cluster (a real Spark Connect server): a flinkish job like any other.
+
+The server is started once for the module by ``scripts/start-cluster.sh --session`` (the
+``connect_server`` fixture) and stopped at the end. Each job's program runs as a Spark
+Connect client under the same runtime as a fresh driver: the savepoint cycle resumes exactly
+once, a killed client is restarted by its supervisor, two jobs keep their own settings, and
+what Spark Connect cannot do (rescaling state offline) is refused clearly.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.sink_log import committed_rows, final_counts
+
+pytestmark = pytest.mark.spark
+
+COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
+SAVEPOINT = re.compile(r"Savepoint completed\. Path: (\S+)")
+SETTINGS_JOB = """
+import sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.master("local[1]").appName("settings").getOrCreate()
+spark.sparkContext.setLogLevel("WARN")
+partitions = spark.conf.get("spark.sql.shuffle.partitions")
+rows = spark.readStream.schema("key STRING, value LONG, seq LONG").json(sys.argv[1])
+query = rows.writeStream.format("memory").queryName("seen").trigger(availableNow=True).start()
+query.awaitTermination()
+print(f"partitions={partitions} rows={spark.sql('select count(*) from seen').first()[0]}")
+"""
+
+
+def _rows(start: int, n: int) -> list[dict]:
+    return [{"key": f"k{i % 4}", "value": i, "seq": i} for i in range(start, start + n)]
+
+
+def _commit(env: FlinkishEnv, job_id: str, query: str) -> int:
+    commits = env.checkpoints / job_id / query / "commits"
+    names = [p.name for p in commits.iterdir()] if commits.is_dir() else []
+    return max((int(n) for n in names if n.isdigit()), default=-1)
+
+
+def _wait(predicate, what: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.3)
+
+
+def _status(env: FlinkishEnv, job_id: str) -> dict:
+    return json.loads((env.checkpoints / job_id / "_flinkish" / "status.json").read_text())
+
+
+def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
+    flinkish_env: FlinkishEnv, connect_server: str
+) -> None:
+    env = flinkish_env
+    inputs, output = env.root / "in", env.root / "out"
+    rows = _rows(0, 12)
+    write_events(inputs, rows[:6])
+    address = connect_server.removeprefix("sc://")  # Flink's -m host:port
+    args = [COUNTS_JOB, "--input", str(inputs), "--output", str(output)]
+    restarts = [
+        "-D",
+        "restart-strategy.type=fixed-delay",
+        "-D",
+        "restart-strategy.fixed-delay.delay=1 s",
+    ]
+    started = env.run("run", "-d", "-m", address, *restarts, *args, check=True)
+    job_id = job_id_of(started.stdout)
+    listed = env.run("list", "-r", "-m", address, check=True).stdout
+    assert job_id in listed and "RUNNING" in listed
+    _wait(lambda: min(_commit(env, job_id, q) for q in ("counts", "raw")) >= 0, "first commits")
+
+    # the client process dies: its supervisor restarts it, the job goes on
+    first = _status(env, job_id)
+    os.kill(first["pid"], signal.SIGKILL)
+    _wait(
+        lambda: (
+            _status(env, job_id)["state"] == "RUNNING"
+            and _status(env, job_id)["pid"] != first["pid"]
+        ),
+        "the client restarted",
+    )
+    assert "client process was killed by signal 9" in _status(env, job_id)["failure_cause"]
+    assert "queries left in session" in env.run("logs", job_id, check=True).stdout
+    write_events(inputs, rows[6:9])
+    _wait(lambda: len(committed_rows(output / "raw")) >= 9, "the restarted client catches up")
+
+    taken = env.run("savepoint", job_id, check=True)
+    savepoint = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
+    stopped = env.run("stop", "--drain", job_id, check=True)
+    assert SAVEPOINT.search(stopped.stdout)
+    assert env.job(job_id)["state"] == "FINISHED"
+    final_savepoint = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
+    assert savepoint != final_savepoint
+
+    write_events(inputs, rows[9:])
+    resumed = env.run(
+        "run",
+        "-m",
+        address,
+        "-s",
+        final_savepoint,
+        "-D",
+        "execution.runtime-mode=BATCH",
+        *args,
+        check=True,
+    )
+    assert "has finished" in resumed.stdout
+    seqs = sorted(r["seq"] for r in committed_rows(output / "raw"))
+    assert seqs == list(range(12)), f"raw rows: {seqs}"
+    assert final_counts(output / "counts") == dict(collections.Counter(r["key"] for r in rows))
+
+
+def test_jobs_in_one_session_cluster_keep_their_own_settings(
+    flinkish_env: FlinkishEnv, connect_server: str
+) -> None:
+    env = flinkish_env
+    script = env.root / "settings_job.py"
+    script.write_text(SETTINGS_JOB)
+    inputs = env.root / "in"
+    write_events(inputs, _rows(0, 5))
+    one = env.popen("run", "-m", connect_server, "-p", "3", str(script), str(inputs))
+    two = env.popen(
+        "run", "-m", connect_server, "-D", "parallelism.default=5", str(script), str(inputs)
+    )
+    out_one, err_one = one.communicate(timeout=300)
+    out_two, err_two = two.communicate(timeout=300)
+    assert one.returncode == 0, err_one
+    assert two.returncode == 0, err_two
+    assert "partitions=3 rows=5" in out_one
+    assert "partitions=5 rows=5" in out_two
+    log = env.run("logs", job_id_of(out_one), check=True).stdout
+    assert "master local[1] is ignored" in log
+
+
+def test_rescaling_in_a_session_cluster_is_refused_with_the_alternative(
+    flinkish_env: FlinkishEnv, connect_server: str
+) -> None:
+    env = flinkish_env
+    env.write_conf({"state.backend.type": "rocksdb"})
+    inputs, output = env.root / "in", env.root / "out"
+    write_events(inputs, _rows(0, 8))
+    args = [COUNTS_JOB, "--input", str(inputs), "--output", str(output)]
+    first = env.run(
+        "run", "-m", connect_server, "-D", "execution.runtime-mode=BATCH", *args, check=True
+    )
+    job_id = job_id_of(first.stdout)
+    refused = env.run(
+        "run", "-m", connect_server, "-s", str(env.checkpoints / job_id), "-p", "4", *args
+    )
+    assert refused.returncode == 1
+    assert "cannot repartition state offline" in refused.stderr and "-t local" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert Path(env.checkpoints / job_id / "counts" / "commits").is_dir()
+
+
+ACTIVE_QUERIES = """
+import sys
+from pyspark.sql.connect.session import SparkSession
+
+try:
+    spark = SparkSession.builder.remote(f"{sys.argv[1]}/;session_id={sys.argv[2]}").create()
+    print(len(spark.streams.active))
+except Exception as error:  # a closed session has no queries: closing it stopped them
+    print("closed" if "SESSION_CLOSED" in str(error) else f"error {error}")
+"""
+
+
+def test_a_dead_client_leaves_no_query_running_in_the_cluster(
+    flinkish_env: FlinkishEnv, connect_server: str
+) -> None:
+    """A job's queries live in its session on the server, not in its client: when the
+    client dies and the job ends FAILED, its supervisor stops them."""
+    import subprocess
+    import sys
+
+    env = flinkish_env
+    inputs, output = env.root / "in", env.root / "out"
+    write_events(inputs, _rows(0, 4))
+    args = [COUNTS_JOB, "--input", str(inputs), "--output", str(output)]
+    started = env.run("run", "-d", "-m", connect_server, *args, check=True)
+    job_id = job_id_of(started.stdout)
+    _wait(lambda: _commit(env, job_id, "raw") >= 0, "first commit")
+    status = _status(env, job_id)
+    session = status["connect_session"]
+    assert session
+    os.kill(status["pid"], signal.SIGKILL)
+    _wait(lambda: _status(env, job_id)["state"] == "FAILED", "FAILED after the client died")
+    assert "client process was killed" in _status(env, job_id)["failure_cause"]
+    probe = env.root / "probe.py"
+    probe.write_text(ACTIVE_QUERIES)
+    counted = subprocess.run(
+        [sys.executable, str(probe), str(connect_server), session],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert counted.stdout.strip().splitlines()[-1:] in (["0"], ["closed"]), counted.stderr

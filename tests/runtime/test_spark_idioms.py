@@ -1,0 +1,227 @@
+"""Scripts in the idioms of Spark's own Python examples run the same under plain
+``spark-submit`` and under ``flinkish run``.
+
+Each script (``tests/fixtures/spark_idioms``) writes what it observed (query states, results of
+its memory sinks, settings) to ``result.json`` and its sinks' output next to it; every test runs
+the script both ways, in its own work directory, and compares the two. The scripts are never
+modified for flinkish: no ``queryName`` where Spark's examples have none, the script's own
+triggers, checkpoint locations and builder settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of, read_json_dir, write_events
+
+pytestmark = pytest.mark.spark
+
+IDIOMS = Path(__file__).parents[1] / "fixtures" / "spark_idioms"
+SPARK_SUBMIT = str(Path(sys.executable).with_name("spark-submit"))
+
+ORDERS = [
+    {"id": n, "customer": f"cust-{n % 7}", "amount": float((n * 37) % 250)} for n in range(60)
+]
+TEXT = ["the quick brown fox", "jumps over the lazy dog", "the dog sleeps", "a fox runs"]
+
+
+def spark_submit(script: str, *args: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+    """The script under plain spark-submit, local[2], as its author would run it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLINK", "PYSPARK"))}
+    env |= {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    command = [SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    result = subprocess.run(
+        [*command, str(IDIOMS / script), str(workdir), *args],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, f"spark-submit failed:\n{result.stderr[-4000:]}"
+    return result
+
+
+def flinkish_run(
+    env: FlinkishEnv, script: str, *args: str, workdir: Path
+) -> subprocess.CompletedProcess[str]:
+    """The same script, unchanged, under ``flinkish run`` (attached)."""
+    result = env.run("run", str(IDIOMS / script), str(workdir), *args)
+    assert result.returncode == 0, f"flinkish failed:\n{result.stdout}\n{result.stderr[-4000:]}"
+    return result
+
+
+def both(env: FlinkishEnv, script: str, *args: str) -> tuple[Path, Path]:
+    """Run ``script`` both ways; the two work directories (spark-submit's, flinkish's)."""
+    plain, ours = env.root / "spark-submit", env.root / "flinkish"
+    plain.mkdir()
+    ours.mkdir()
+    spark_submit(script, *args, workdir=plain)
+    flinkish_run(env, script, *args, workdir=ours)
+    return plain, ours
+
+
+def result_of(workdir: Path) -> dict[str, Any]:
+    return json.loads((workdir / "result.json").read_text())
+
+
+@pytest.fixture
+def orders(tmp_path: Path) -> Path:
+    source = tmp_path / "orders"
+    for start in range(0, len(ORDERS), 20):
+        write_events(source, ORDERS[start : start + 20])
+    return source
+
+
+@pytest.fixture
+def text_server() -> Iterator[tuple[str, int]]:
+    """A line server, as ``nc -lk`` in Spark's network word count: every connection gets the
+    same lines and stays open until the client goes."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.sendall("".join(line + "\n" for line in TEXT).encode())
+            while not stop.is_set() and conn.recv(1024):
+                pass
+
+    def accept() -> None:
+        server.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()
+    stop.set()
+    server.close()
+
+
+def test_rate_into_noop_and_console_without_names(flinkish_env: FlinkishEnv) -> None:
+    plain, ours = both(flinkish_env, "rate_noop_console.py")
+    expected = {
+        "active_after_start": 2,
+        "any_terminated_within_timeout": False,
+        "console_terminated_within_timeout": False,
+        "noop_reported_progress": True,
+        "active_after_stop": 0,
+        "stopped": [False, False],
+    }
+    assert result_of(plain) == expected
+    assert result_of(ours) == expected
+
+
+def test_network_word_count_from_a_socket_into_memory(
+    flinkish_env: FlinkishEnv, text_server: tuple[str, int]
+) -> None:
+    host, port = text_server
+    words = " ".join(TEXT).split()
+    plain, ours = both(flinkish_env, "socket_wordcount.py", host, str(port), str(len(words)))
+    expected = {word: words.count(word) for word in set(words)}
+    assert result_of(plain) == {"counts": expected, "active": False}
+    assert result_of(ours) == result_of(plain)
+
+
+def test_available_now_with_the_scripts_checkpoint_then_to_table_once(
+    flinkish_env: FlinkishEnv, orders: Path
+) -> None:
+    plain, ours = both(flinkish_env, "files_available_now.py", str(orders))
+    big = sorted(row["id"] for row in ORDERS if row["amount"] > 100)
+    for workdir in (plain, ours):
+        assert sorted(row["id"] for row in read_json_dir(workdir / "big")) == big
+        assert (workdir / "checkpoints" / "big" / "commits").is_dir()
+    assert result_of(plain) == {
+        "big_active": False,
+        "table_rows": len(ORDERS),
+        "table_total": sum(row["amount"] for row in ORDERS),
+    }
+    assert result_of(ours) == result_of(plain)
+
+
+def test_a_query_stopped_after_a_sleep_then_another_through_foreach(
+    flinkish_env: FlinkishEnv, orders: Path
+) -> None:
+    plain, ours = both(flinkish_env, "start_sleep_stop_start.py", str(orders))
+    expected = {
+        "active_while_sleeping": True,
+        "rows_while_sleeping_positive": True,
+        "values_contiguous_from_zero": True,
+        "first_active_after_stop": False,
+        "second_active_after_end": False,
+        "active_at_end": 0,
+    }
+    assert result_of(plain) == expected
+    assert result_of(ours) == expected
+    for workdir in (plain, ours):
+        lines = [
+            line
+            for path in (workdir / "foreach").iterdir()
+            for line in path.read_text().splitlines()
+        ]
+        assert sorted(lines) == sorted(f"{row['id']},{row['amount']}" for row in ORDERS)
+
+
+def test_a_python_data_source_with_the_builders_shuffle_partitions(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    plain, ours = both(flinkish_env, "python_datasource.py")
+    expected = {"buckets": {"0": 10, "1": 10, "2": 10, "3": 10}, "shuffle_partitions": "3"}
+    assert result_of(plain) == expected
+    assert result_of(ours) == expected
+
+
+def test_await_any_termination_returns_when_the_bounded_query_ends(
+    flinkish_env: FlinkishEnv, orders: Path
+) -> None:
+    plain, ours = both(flinkish_env, "any_termination.py", str(orders))
+    expected = {"bounded_active": False, "endless_active": True, "active_at_end": 0}
+    assert result_of(plain) == expected
+    assert result_of(ours) == expected
+    customers = sorted((row["id"], row["customer"].upper()) for row in ORDERS)
+    for workdir in (plain, ours):
+        rows = read_json_dir(workdir / "customers")
+        assert sorted((row["id"], row["customer"]) for row in rows) == customers
+
+
+@pytest.mark.parametrize("wait", ["any", "timeout-loop", "process"])
+def test_a_failing_sink_restarts_for_every_wait_shape(
+    flinkish_env: FlinkishEnv, orders: Path, wait: str
+) -> None:
+    """Under spark-submit a failed batch ends the script; under flinkish the restart strategy
+    restarts the job, whichever way the script waits, and no row is lost or repeated."""
+    flinkish_env.write_conf(
+        {
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": 2,
+            "restart-strategy.fixed-delay.delay": "1 s",
+        }
+    )
+    workdir = flinkish_env.root / "work"
+    workdir.mkdir()
+    script = str(IDIOMS / "fails_once.py")
+    submitted = flinkish_env.run("run", "-d", script, str(workdir), str(orders), wait, check=True)
+    job = job_id_of(submitted.stdout)
+    flinkish_env.wait_for_batches(job, "unnamed-1", at_least=2)
+    assert (workdir / "failed-once").exists()
+    flinkish_env.run("cancel", job, check=True)
+    status = flinkish_env.wait_for_state(job, {"CANCELED"})
+    assert status["restarts"] == 1, status
+    ids = sorted(row["id"] for row in read_json_dir(workdir / "rows"))
+    assert ids == sorted(row["id"] for row in ORDERS)

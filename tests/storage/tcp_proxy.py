@@ -1,0 +1,130 @@
+"""A small TCP proxy on loopback for fault injection: put it between a client and a real
+server (the moto S3 server) to stop, slow or stall the connection, without mocking either.
+
+    with TcpProxy(("127.0.0.1", 5000)) as proxy:
+        settings = server.settings(s3_endpoint=proxy.endpoint)
+        proxy.delay = 0.01          # every forwarded piece waits 10 ms (pieces of proxy.piece)
+        proxy.stall()               # bytes stop flowing, connections stay open
+        proxy.unstall()
+        proxy.stop()                # the endpoint is gone: connections reset, nothing listens
+        proxy.start()               # back on the same port, the server's data untouched
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+
+class TcpProxy:
+    """Forwards every connection to ``upstream``; see the module docstring."""
+
+    def __init__(self, upstream: tuple[str, int], port: int = 0) -> None:
+        self.upstream = upstream
+        self.port = port
+        self.delay = 0.0
+        self.piece = 64 * 1024
+        self.requests = 0  # connections accepted
+        self._stalled = threading.Event()
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self._sockets: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+        self._running = False
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- life cycle --------------------------------------------------------------------------
+    def start(self) -> TcpProxy:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        listener.settimeout(0.1)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        self._running = True
+        self._spawn(self._accept_loop, listener)
+        return self
+
+    def stop(self) -> None:
+        """Stop listening and reset every open connection (a server that went away)."""
+        self._running = False
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            sockets, self._sockets = list(self._sockets), set()
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            with contextlib.suppress(OSError):
+                sock.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads = [t for t in self._threads if t.is_alive()]
+
+    def stall(self) -> None:
+        """Hold every byte from now on (connections stay open, nothing arrives)."""
+        self._stalled.set()
+
+    def unstall(self) -> None:
+        self._stalled.clear()
+
+    def __enter__(self) -> TcpProxy:
+        return self.start()
+
+    def __exit__(self, *_: Any) -> None:
+        self.unstall()
+        self.stop()
+
+    # -- forwarding --------------------------------------------------------------------------
+    def _spawn(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True, name="tcp-proxy")
+        self._threads.append(thread)
+        thread.start()
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        while self._running:
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            self.requests += 1
+            with self._lock:
+                self._sockets.update((client, server))
+            self._spawn(self._pump, client, server)
+            self._spawn(self._pump, server, client)
+
+    def _pump(self, source: socket.socket, dest: socket.socket) -> None:
+        try:
+            while self._running:
+                ready, _, _ = select.select([source], [], [], 0.1)
+                if not ready:
+                    continue
+                data = source.recv(self.piece)
+                if not data:
+                    with contextlib.suppress(OSError):
+                        dest.shutdown(socket.SHUT_WR)
+                    return
+                while self._stalled.is_set() and self._running:
+                    time.sleep(0.05)
+                if self.delay:
+                    time.sleep(self.delay)
+                dest.sendall(data)
+        except (OSError, ValueError):
+            return

@@ -1,0 +1,87 @@
+"""The supervisor's parts that need no Spark: causes, the properties file, the sweep."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from flinkish_cli.submission.launcher import properties_text, sweep_run_dirs
+from flinkish_cli.submission.plan import PLAN_CONF_KEY, Entry, JobPlan
+from flinkish_cli.submission.supervisor import (
+    PID_FILE,
+    DriverExit,
+    parse_properties,
+    replace_property,
+)
+
+
+def test_causes_name_what_died() -> None:
+    assert DriverExit(-9, True).cause() == "Spark's JVM exited with signal 9 (SIGKILL)."
+    python = DriverExit(137, True).cause()
+    assert "Python driver was killed by signal 9 (SIGKILL)" in python and "137" in python
+    assert "heartbeats" in DriverExit(-9, True, hung=True).cause()
+    assert "status 3" in DriverExit(3, True).cause()
+    client = DriverExit(-9, True, client=True).cause()
+    assert client == "The job's client process was killed by signal 9 (SIGKILL)."
+
+
+def test_properties_round_trip_and_the_plan_is_replaced() -> None:
+    plan = JobPlan(
+        job_id="a" * 32,
+        name="job",
+        entry=Entry("file", "/x/job.py"),
+        checkpoint_root="/tmp/c",
+        flink_conf={},
+        master="local[2]",
+    )
+    values = {
+        "spark.hadoop.fs.s3a.secret.key": "se=cr:et #1\\ ünï",
+        PLAN_CONF_KEY: plan.encode(),
+        "spark.app.name": " leading space",
+    }
+    text = properties_text(values)
+    assert parse_properties(text) == values
+    plan.attempt = 3
+    replaced = parse_properties(replace_property(text, PLAN_CONF_KEY, plan.encode()))
+    assert JobPlan.decode(replaced[PLAN_CONF_KEY]).attempt == 3
+    assert replaced["spark.hadoop.fs.s3a.secret.key"] == values["spark.hadoop.fs.s3a.secret.key"]
+
+
+def _run_dir(base: Path, job: str, age: float, pid: int | None = None) -> Path:
+    run_dir = base / f".run-{job}"
+    run_dir.mkdir()
+    (run_dir / "spark.properties").write_text("spark.hadoop.fs.s3a.secret.key=s\n")
+    if pid is not None:
+        (run_dir / PID_FILE).write_text(str(pid))
+    past = time.time() - age
+    os.utime(run_dir, (past, past))
+    return run_dir
+
+
+def test_sweep_removes_run_dirs_whose_supervisor_is_gone(tmp_path: Path) -> None:
+    orphan = _run_dir(tmp_path, "a" * 32, age=600, pid=999_999_999)  # no such process
+    fresh = _run_dir(tmp_path, "b" * 32, age=0)  # a job being prepared right now
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "flinkish_cli.submission.supervisor"]
+    )
+    try:
+        alive = _run_dir(tmp_path, "c" * 32, age=600, pid=sleeper.pid)
+        removed = sweep_run_dirs(tmp_path)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert removed == [orphan]
+    assert not orphan.exists() and fresh.exists() and alive.exists()
+    assert sweep_run_dirs(tmp_path / "missing") == []
+
+
+def test_the_next_command_sweeps_a_killed_jobs_properties_file(flinkish_env) -> None:
+    """A supervisor killed with its driver before Spark read the private properties file: the
+    next flinkish command, whatever it is, removes the file with its secrets."""
+    flinkish_env.logs.mkdir(parents=True, exist_ok=True)
+    orphan = _run_dir(flinkish_env.logs, "d" * 32, age=600, pid=999_999_999)
+    flinkish_env.run("list", check=True)
+    assert not orphan.exists()
