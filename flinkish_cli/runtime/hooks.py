@@ -199,15 +199,19 @@ def _patch_writer(cls: type) -> None:
         ),
     )
 
-    def option(self: Any, key: str, value: Any) -> Any:
-        if str(key).lower() == _CHECKPOINT_OPTION and value is not None:
+    def record(self: Any, key: str, value: Any) -> None:
+        if value is not None and str(key).lower() == _CHECKPOINT_OPTION:
             self._flinkish_checkpoint = str(value)
+        elif value is not None and str(key).lower() == "path":
+            self._flinkish_path = str(value)
+
+    def option(self: Any, key: str, value: Any) -> Any:
+        record(self, key, value)
         return orig["option"](self, key, value)
 
     def options(self: Any, **opts: Any) -> Any:
         for key, value in opts.items():
-            if key.lower() == _CHECKPOINT_OPTION and value is not None:
-                self._flinkish_checkpoint = str(value)
+            record(self, key, value)
         return orig["options"](self, **opts)
 
     def query_name(self: Any, queryName: str) -> Any:

@@ -207,6 +207,9 @@ class JobRuntime:
             script_owned=owner == "script",
             repartition=self.flavour.repartition,
         )
+        sink_path = getattr(writer, "_flinkish_path", None)
+        if sink_path and query.identity in self.restorer.restored:
+            self.restorer.check_file_sink(query, str(sink_path), target, checkpoint)
         if owner == "flinkish":
             hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
         script_trigger = getattr(writer, "_flinkish_trigger", None)
@@ -271,7 +274,8 @@ class JobRuntime:
             entry.query_id = str(handle.id)
             entry.run_id = str(handle.runId)
             entry.active = True
-            if self.status.state in (JobState.CREATED, JobState.RESTARTING):
+            waiting = self.status.state in (JobState.CREATED, JobState.RESTARTING)
+            if waiting and not self.restorer.waits_for_queries(list(self.queries)):
                 self.status.state = JobState.RUNNING
         log.info("%s started (id %s, checkpoint %s).", query.label(), handle.id, entry.checkpoint)
         self.flush()

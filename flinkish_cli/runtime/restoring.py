@@ -24,6 +24,7 @@ from typing import Any
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.runtime import faults
 from flinkish_cli.runtime.identity import QueryIdentity, QueryShape
+from flinkish_cli.savepoints import layout
 from flinkish_cli.submission.plan import JobPlan
 
 log = logging.getLogger("flinkish.runtime")
@@ -96,6 +97,37 @@ class JobRestorer:
         if self._rescale(query, saved, checkpoint, spark, repartition):
             faults.inject("restore-repartitioned", self.plan.attempt)
         self._mark(query.identity, "done")
+
+    def check_file_sink(
+        self, query: QueryIdentity, path: str, target: Any, checkpoint: str
+    ) -> None:
+        """Refuse a restored query whose file sink already holds later batches.
+
+        Spark's file sink keeps its own log of committed batches (``<path>/_spark_metadata``)
+        and skips a batch id it already holds. Output written after the savepoint (the old
+        job ran on) has such ids: the resumed query would plan those batches anew, over more
+        input, and the sink would skip them, losing that input. The savepoint's planned batch
+        is replayed exactly, so the sink may hold it.
+        """
+        from flinkish_cli.storage import join, open_storage
+
+        sink = open_storage(path, self.settings)
+        log_dir = join(path.rstrip("/"), "_spark_metadata")
+        if not sink.exists(log_dir):
+            return
+        held = layout.numbered([i.name.split(".")[0] for i in sink.list(log_dir)])
+        planned = layout.numbered([i.name for i in target.list(join(checkpoint, "offsets"))])
+        replayable = planned[-1] if planned else -1
+        if held and held[-1] > replayable:
+            saved = self.restored.get(query.identity)
+            raise SavepointError(
+                f"{query.label()} writes to the file sink {path}, which holds batches up to "
+                f"{held[-1]}, written after the savepoint's batch {saved}: resumed, Spark's "
+                f"file sink would skip batches {replayable + 1}..{held[-1]} and lose their "
+                "input.",
+                "Resume from the job's latest savepoint or retained checkpoint, or write this "
+                "query to a new output path.",
+            )
 
     def _marker_path(self, identity: str) -> str:
         from flinkish_cli.storage import join
@@ -193,6 +225,14 @@ class JobRestorer:
             "flinkish never overwrites a checkpoint: move that directory away to restore the "
             "savepoint, or run without -s to resume from the checkpoint.",
         )
+
+    def waits_for_queries(self, identities: list[str]) -> bool:
+        """Whether the savepoint has queries the job has not started yet: a resumed job is
+        RUNNING once all have (or at the program's first wait, which checks them)."""
+        if self.plan.restore is None or self.validated or self.plan.attempt > 0:
+            return False
+        self._open()
+        return any(q.name not in identities for q in self.source.manifest.queries)
 
     def check_all_found(self, identities: list[str]) -> None:
         """At the program's first wait: every savepoint query has found its query."""

@@ -298,18 +298,6 @@ def check_claim(source: RestoreSource, storage: Storage, config: Any) -> None:
     )
 
 
-def match_queries(manifest: Manifest, job_queries: list[str], allow_non_restored: bool) -> None:
-    """Every query of the savepoint must have a query of the job, unless allowed to drop it."""
-    missing = [q.name for q in manifest.queries if q.name not in job_queries]
-    if missing and not allow_non_restored:
-        raise SavepointError(
-            f"The savepoint has state for quer{'y' if len(missing) == 1 else 'ies'} "
-            f"{', '.join(repr(m) for m in missing)}, which the job no longer has.",
-            "Name the job's queries as before, or pass -n/--allowNonRestoredState to skip "
-            "that state.",
-        )
-
-
 def restore_query(
     source_storage: Storage,
     source: RestoreSource,

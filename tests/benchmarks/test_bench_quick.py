@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.timeout(1200)
 def test_quick_benchmark_completes_and_writes_well_formed_results(tmp_path: Path) -> None:
     markdown, results = tmp_path / "benchmarks.md", tmp_path / "results.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLINK", "PYSPARK"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLINK", "PYSPARK", "BENCH_"))}
     env["BENCH_PYTHON"] = sys.executable
     done = subprocess.run(
         [
@@ -56,13 +56,15 @@ def test_quick_benchmark_completes_and_writes_well_formed_results(tmp_path: Path
         "cli",
         "lifecycle",
         "profiling",
+        "session",
+        "cds",
         "flink",
     ]
     assert set(SECTIONS) == {s["key"] for s in document["sections"]}
     for section in document["sections"]:
         assert section["error"] is None, section
         if section["skipped"]:
-            assert section["key"] == "flink", "only the optional Flink section may be skipped"
+            assert section["key"] in ("cds", "flink"), "only the optional sections may be skipped"
             continue
         for row in section["rows"]:
             assert row["value"] > 0 and row["reference_value"] > 0 and row["ratio"] > 0, row

@@ -42,6 +42,7 @@ def test_detached_job_on_standalone_cluster_is_listed_and_cancelled(
     assert {r["tag"] for r in rows} == {"tagged-k0", "tagged-k1", "tagged-k2"}
     # it ran on the cluster: the master lists the application
     apps = spark_cluster.state()["activeapps"]  # type: ignore[attr-defined]
-    assert any(app["name"] == "counts_job" for app in apps), apps
+    # named by the program's builder (appName("counts")), which wins as under spark-submit
+    assert any(app["name"] == "counts" for app in apps), apps
     flinkish_env.run("cancel", job_id, check=True)
     assert flinkish_env.job(job_id)["state"] == "CANCELED"

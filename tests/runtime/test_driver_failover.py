@@ -70,7 +70,11 @@ class Job:
             self.rows += batch
 
     def args(self) -> list[str]:
-        return [COUNTS_JOB, "--input", str(self.inputs), "--output", str(self.output)]
+        return [
+            COUNTS_JOB,
+            *("--input", str(self.inputs), "--output", str(self.output)),
+            *("--max-files", "20"),  # a restarted driver catches up in a few batches
+        ]
 
     def start(self, *flags: str, extra_env: dict[str, str] | None = None) -> str:
         result = self.env.run("run", "-d", *RESTARTS, *flags, *self.args(), env=extra_env)
@@ -217,7 +221,7 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
 
     # all input processed, then a clean stop; the output is exactly once
     job.add_file()
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240
     while len(committed_rows(job.output / "raw")) < len(job.rows):
         assert time.monotonic() < deadline, "the restarted job does not catch up"
         time.sleep(0.5)

@@ -1,0 +1,125 @@
+"""The session, CDS and Flink sections' own logic, without Spark, Java or Flink."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks import cds, flink, main, session
+from benchmarks.harness import Workspace
+from benchmarks.report import Results, Section, markdown, validate
+from tests.benchmarks.test_report import MACHINE
+
+SESSION_LOG = """\
+2026-11-23 09:44:22,588 INFO flinkish.supervisor: Driver attempt 0: process 14212.
+2026-11-23 09:44:24,147 INFO flinkish.runtime: Settings of the session cluster, not of this job
+2026-11-23 09:44:24,215 INFO flinkish.runtime: Session c98 opened on the session cluster sc://x.
+2026-11-23 09:44:29,277 INFO flinkish.runtime: query 'counts' started (id 72a, checkpoint /c).
+2026-11-23 09:44:30,256 INFO flinkish.runtime: query 'raw' started (id 213, checkpoint /r).
+"""
+
+FIGURES = session.SessionFigures(
+    fresh_job_id=[12.0, 14.0, 13.0],
+    fresh_running=[12.1, 14.1, 13.1],
+    session_job_id=[3.0, 4.0, 3.5],
+    session_running=[3.1, 4.1, 3.6],
+)
+RUNS = flink.FlinkRuns(
+    job_id=[6.0, 7.0, 6.5],
+    running=[6.05, 7.5, 6.55],
+    tasks_running=[9.0, 9.5, 9.2],
+    cancel=[2.0, 2.1, 1.9],
+    warm_up=8.0,
+)
+
+
+def test_a_session_jobs_log_gives_its_start_up_steps() -> None:
+    steps = session.session_steps(SESSION_LOG)
+    assert steps == {"client": pytest.approx(1.627), "query": pytest.approx(5.062)}
+    assert session.session_steps("2026-11-23 09:44:22,588 INFO flinkish.supervisor: x") is None
+
+
+def test_the_jvms_cds_messages_are_picked_out_of_a_log() -> None:
+    log = (
+        "26/11/23 10:04:53 INFO Executor: something\n"
+        "[18.320s][error  ][cds] Error: non-empty directory '/tmp/run/'\n"
+        "Hint: enable -Xlog:class+path=info to diagnose the failure\n"
+        "Cannot have non-empty directory in paths\n"
+        "[0.123s][warning][cds,dynamic] Unable to use shared archive. The top archive failed\n"
+        "[15.5s][warning][cds] Preload Warning: Verification failed for x.Y\n"
+    )
+    assert cds.jvm_says(log) == [
+        "[18.320s][error  ][cds] Error: non-empty directory '/tmp/run/'",
+        "Cannot have non-empty directory in paths",
+        "[0.123s][warning][cds,dynamic] Unable to use shared archive. The top archive failed",
+    ]
+
+
+def test_optional_sections_run_in_full_runs_and_in_quick_runs_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("BENCH_FLINK", raising=False)
+    assert main.optional("BENCH_FLINK", quick=False)
+    assert not main.optional("BENCH_FLINK", quick=True)
+    monkeypatch.setenv("BENCH_FLINK", "1")
+    assert main.optional("BENCH_FLINK", quick=True)
+    monkeypatch.setenv("BENCH_FLINK", "0")
+    assert not main.optional("BENCH_FLINK", quick=False)
+
+
+def test_flinks_configuration_is_the_distributions_own_made_private(tmp_path: Path) -> None:
+    home = tmp_path / "pyflink"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "config.yaml").write_text(
+        "rest:\n  port: 8081\njobmanager:\n  memory:\n    process:\n      size: 1600m\n"
+    )
+    (home / "conf" / "log4j.properties").write_text("rootLogger.level = INFO\n")
+    install = flink.FlinkInstall(tmp_path / "venv/bin/python", home, "2.3.0", None, 1)
+    conf = flink.write_conf(install, tmp_path / "cluster", 18081)
+    settings = yaml.safe_load((conf / "config.yaml").read_text())
+    assert settings["rest.port"] == 18081 and settings["rest.bind-address"] == "127.0.0.1"
+    assert settings["jobmanager.memory.process.size"] == "1600m"
+    assert settings["taskmanager.numberOfTaskSlots"] == flink.SLOTS
+    assert settings["python.executable"] == str(tmp_path / "venv/bin/python")
+    assert (conf / "log4j.properties").is_file()
+    assert (conf / "masters").read_text() == "localhost:18081\n"
+
+
+def test_the_flink_section_is_skipped_with_the_reason_when_flink_is_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(venv: Path) -> flink.FlinkInstall:
+        raise flink.FlinkUnavailable("pip install apache-flink failed: no network")
+
+    monkeypatch.setattr(flink, "install", unavailable)
+    workspace = Workspace(tmp_path)
+    off = flink.run(workspace, flink.FlinkParams(reps=1, enabled=False), None)
+    assert off.skipped and "BENCH_FLINK=1" in off.skipped
+    failed = flink.run(workspace, flink.FlinkParams(reps=1, enabled=True), FIGURES)
+    assert failed.skipped == (
+        "Apache Flink could not be used here: pip install apache-flink failed: no network"
+    )
+    document = Results("full", "a", "b", 1.0, dict(MACHINE), {}, [off, failed]).to_dict()
+    assert validate(document) == []
+
+
+def test_flinks_figures_stand_next_to_the_session_clusters() -> None:
+    rows = flink.rows(RUNS, FIGURES, 3)
+    assert [row.value for row in rows] == [3.5, 3.6, 13.1]
+    assert [row.reference_value for row in rows] == [6.5, 6.55, 6.55]
+    assert [row.goal_met for row in rows] == [True, True, None]
+    section = Section(key="flink", title=flink.TITLE, method="m", rows=rows)
+    section.notes += flink.notes(FIGURES, RUNS)
+    assert "in 2 of 3 runs it was RUNNING" in section.notes[0]
+    results = Results("full", "a", "b", 1.0, dict(MACHINE), {}, [section])
+    assert validate(results.to_dict()) == []
+    assert "below Flink's own session cluster" in markdown(results)
+    [alone] = flink.rows(RUNS, None, 3)
+    assert alone.value == 6.55 and alone.reference_value == 6.5 and alone.goal is None
+
+
+def test_the_cds_experiment_is_skipped_unless_enabled(tmp_path: Path) -> None:
+    section = cds.run(Workspace(tmp_path), cds.CdsParams(reps=1, enabled=False), 2)
+    assert section.skipped and "BENCH_CDS=1" in section.skipped and not section.rows
