@@ -313,10 +313,23 @@ class JobRuntime:
     def on_started(self, name: str | None, query_id: str, run_id: str) -> None:
         return None
 
-    def on_progress(self, progress: dict[str, Any]) -> None:
+    def _identity_of(self, progress: dict[str, Any]) -> str | None:
+        """The identity a progress report belongs to: by the query's run (an unnamed query
+        has no name in Spark's reports, a renamed one Spark's name), else by its name."""
+        run_id, query_id = str(progress.get("runId")), str(progress.get("id"))
+        for identity, entry in self.status.queries.items():
+            if entry.run_id == run_id:
+                return identity
+        for identity, entry in self.status.queries.items():
+            if entry.query_id == query_id and entry.active:
+                return identity
         name = progress.get("name")
+        return name if name in self.status.queries else None
+
+    def on_progress(self, progress: dict[str, Any]) -> None:
         with self._lock:
-            entry = self.status.queries.get(name or "")
+            name = self._identity_of(progress)
+            entry = self.status.queries.get(name) if name else None
             if entry is None:
                 return
             done = Progress.from_spark(progress)
