@@ -211,3 +211,30 @@ def ignored_general_options(general: GeneralOptions, action: str | None = None) 
             "execution.checkpointing.dir, whatever YARN application runs them."
         )
     return messages
+
+
+def savepoint_type_option(
+    help: str = "canonical or native (Spark has one format; both give the same).",
+) -> Callable[[F], F]:
+    """Flink's ``-type/--type canonical|native``, in any case."""
+    from flinkish_cli.cli.flink_args import FORMAT_TYPES
+
+    return click.option(
+        "-type",
+        "--type",
+        "savepoint_type",
+        type=click.Choice(FORMAT_TYPES, case_sensitive=False),
+        default=None,
+        help=help,
+    )
+
+
+def detached_trigger_option(func: F) -> F:
+    """Flink's ``-detached`` of ``savepoint`` and ``stop``: trigger, print the id, return."""
+    return click.option(
+        "-detached",
+        "--detached",
+        "detached",
+        is_flag=True,
+        help="Return once the request is written, printing its trigger id; the job carries it out.",
+    )(func)

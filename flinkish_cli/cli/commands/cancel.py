@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import FORMAT_TYPES, NO_VALUE, format_type, job_and_target
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.flink_args import NO_VALUE, format_type, job_and_target
+from flinkish_cli.cli.options import (
+    common_options,
+    load_config,
+    output_option,
+    savepoint_type_option,
+)
 from flinkish_cli.cli.output import echo, print_json, warn
 
 
@@ -28,14 +33,7 @@ from flinkish_cli.cli.output import echo, print_json, warn
     help="Deprecated (use 'stop'): take a savepoint, then cancel. Without a directory, "
     "execution.checkpointing.savepoint-dir.",
 )
-@click.option(
-    "-type",
-    "--type",
-    "savepoint_type",
-    type=click.Choice(FORMAT_TYPES, case_sensitive=False),
-    default=None,
-    help="With -s: canonical or native (Spark has one format; both give the same).",
-)
+@savepoint_type_option("With -s: canonical or native (Spark has one format; both give the same).")
 @common_options
 @output_option
 def cancel(

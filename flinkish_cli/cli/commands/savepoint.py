@@ -9,29 +9,22 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import FORMAT_TYPES, format_type, refuse_java, require_job
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.flink_args import format_type, refuse_java, require_job
+from flinkish_cli.cli.options import (
+    common_options,
+    detached_trigger_option,
+    load_config,
+    output_option,
+    savepoint_type_option,
+)
 from flinkish_cli.cli.output import echo, print_json, print_table
 
 
 @click.command(short_help="Trigger, dispose of or inspect savepoints.")
 @click.argument("args", nargs=-1, metavar="<Job ID> [<target directory>] | info <path>")
 @click.option("-d", "--dispose", metavar="<path>", help="Path of a savepoint to dispose of.")
-@click.option(
-    "-detached",
-    "--detached",
-    "detached",
-    is_flag=True,
-    help="Return once the request is written, printing its trigger id; the job carries it out.",
-)
-@click.option(
-    "-type",
-    "--type",
-    "savepoint_type",
-    type=click.Choice(FORMAT_TYPES, case_sensitive=False),
-    default=None,
-    help="canonical or native (Spark has one format; both give the same).",
-)
+@detached_trigger_option
+@savepoint_type_option()
 @click.option("-j", "--jarfile", metavar="<jarfile>", hidden=True, help="Refused (Java only).")
 @click.option("--no-rows", is_flag=True, help="info: skip counting state rows (no Spark).")
 @common_options

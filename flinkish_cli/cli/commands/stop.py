@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import FORMAT_TYPES, NO_VALUE, format_type, job_and_target
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.flink_args import NO_VALUE, format_type, job_and_target
+from flinkish_cli.cli.options import (
+    common_options,
+    detached_trigger_option,
+    load_config,
+    output_option,
+    savepoint_type_option,
+)
 from flinkish_cli.cli.output import echo, print_json, warn
 
 
@@ -30,21 +36,8 @@ from flinkish_cli.cli.output import echo, print_json, warn
 @click.option(
     "-d", "--drain", is_flag=True, help="Process all available input before taking the savepoint."
 )
-@click.option(
-    "-detached",
-    "--detached",
-    "detached",
-    is_flag=True,
-    help="Return once the request is written, printing its trigger id; the job carries it out.",
-)
-@click.option(
-    "-type",
-    "--type",
-    "savepoint_type",
-    type=click.Choice(FORMAT_TYPES, case_sensitive=False),
-    default=None,
-    help="canonical or native (Spark has one format; both give the same).",
-)
+@detached_trigger_option
+@savepoint_type_option()
 @common_options
 @output_option
 def stop(
