@@ -14,8 +14,15 @@ as a ratio against a reference taken in the same run:
    ``config`` against the interpreter's own start-up;
 4. :mod:`.lifecycle`: ``run -d``, ``savepoint``, ``stop``, ``run -s`` with 100 thousand and
    1 million keys of state, on local disk and S3 (a moto server), against what Spark and a
-   plain copy take for the same work; (5) Flink itself when ``apache-flink`` is importable;
-5. :mod:`.profiling`: where the time goes (imports, JVM start, registry reads, savepoints).
+   plain copy take for the same work;
+5. :mod:`.profiling`: where the time goes (imports, JVM start, registry reads, savepoints);
+6. :mod:`.session`: a session cluster (Spark Connect, ``scripts/start-cluster.sh --session``)
+   against a fresh driver per job: ``run -d`` to RUNNING, and a small BATCH job end to end;
+7. :mod:`.cds` (full runs; quick with ``BENCH_CDS=1``): an experiment with a Java class-data
+   sharing archive for the fresh driver's JVM;
+8. :mod:`.flink` (full runs; quick with ``BENCH_FLINK=1``): Apache Flink's own session
+   cluster (``pip install apache-flink`` into a cached virtual environment), ``flink run -d``
+   next to section 6's figures.
 
 :mod:`.harness` holds processes, configuration and timing helpers; :mod:`.report` the result
 model, its validation and the Markdown/JSON writers.

@@ -16,8 +16,10 @@ import math
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -375,6 +377,29 @@ class FlinkishCli:
         status = self.status(job_id)
         return wait_until_exited(status.pid if status else None, timeout)
 
+    def is_running(self, job_id: str) -> bool:
+        """The job's status says RUNNING (what ``flinkish list -r`` lists)."""
+        from flinkish_cli.registry.status import JobState
+
+        status = self.status(job_id)
+        return status is not None and status.state is JobState.RUNNING
+
+    def submit_detached(
+        self, *args: str, cwd: Path | None = None, extra_env: Mapping[str, str] | None = None
+    ) -> Submission:
+        """``flinkish run -d ARGS``, timed to its JobID line and to RUNNING."""
+        env = {**self.env(), **(extra_env or {})}
+        argv = [FLINKISH, "run", "-d", *args]
+        submission = submit_detached(argv, env, cwd or self.cwd, self.is_running)
+        self.started.append(submission.job_id)
+        return submission
+
+    def cancel_and_wait(self, job_id: str) -> tuple[float, float]:
+        """``flinkish cancel``; its seconds, and the seconds until the job's processes (the
+        driver, or a session job's client) had exited after it returned."""
+        cancelled = self.run("cancel", job_id, timeout=180).check()
+        return cancelled.seconds, self.wait_exited(job_id)
+
     def cleanup(self) -> None:
         """Cancel every job of this private registry that still runs (all of them are this
         benchmark's); kill the processes of a driver that does not answer."""
@@ -432,6 +457,107 @@ def job_id_of(result: Timed) -> str:
             f"No JobID in the output of flinkish run:\n{result.stdout}\n{result.stderr}"
         )
     return match.group(1)
+
+
+@dataclass
+class Submission:
+    """A detached submission (``flinkish run -d``, ``flink run -d``): its JobID and when, in
+    seconds from the command's start, the JobID line was printed, the command exited, and
+    the job was first seen RUNNING."""
+
+    job_id: str
+    to_job_id: float
+    to_exit: float
+    to_running: float
+    stdout: str
+    stderr: str
+    began: float  # time.perf_counter() at the command's start
+
+
+def submit_detached(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    running: Callable[[str], bool],
+    timeout: float = 300.0,
+) -> Submission:
+    """Run a detached submission and time it: the "Job has been submitted with JobID" line
+    as it is printed, the command's exit, and the first time ``running(job_id)`` holds (polled
+    every 50 ms from the JobID line on, while the command may still be exiting)."""
+    argv = [str(a) for a in argv]
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        argv,
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    killer = threading.Timer(timeout, _kill_group, (process.pid,))
+    killer.start()
+    errors: list[str] = []
+    drain = threading.Thread(target=_read_into, args=(process.stderr, errors), daemon=True)
+    drain.start()
+    lines: list[str] = []
+    job_id, to_job_id, poller = "", 0.0, None
+    seen: list[float] = []
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            match = SUBMITTED.match(line.rstrip("\n"))
+            if match and not job_id:
+                job_id, to_job_id = match.group(1), time.perf_counter() - began
+                poller = threading.Thread(
+                    target=_poll_running, args=(running, job_id, began, timeout, seen), daemon=True
+                )
+                poller.start()
+        process.wait()
+        to_exit = time.perf_counter() - began
+        drain.join(timeout=30)
+        if poller is not None:
+            poller.join(timeout=timeout)
+    finally:
+        killer.cancel()
+    stdout, stderr = "".join(lines), "".join(errors)
+    if process.returncode != 0 or not job_id:
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-12:])
+        raise BenchError(f"{' '.join(argv[:4])} ... exited {process.returncode}:\n{tail}")
+    if not seen:
+        raise BenchError(f"Job {job_id} was not seen RUNNING within {timeout:.0f} s.")
+    return Submission(job_id, to_job_id, to_exit, seen[0], stdout, stderr, began)
+
+
+def _poll_running(
+    running: Callable[[str], bool], job_id: str, began: float, timeout: float, seen: list[float]
+) -> None:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        with contextlib.suppress(Exception):  # a status caught half-written: poll again
+            if running(job_id):
+                seen.append(time.perf_counter() - began)
+                return
+        time.sleep(0.05)
+
+
+def _read_into(stream: IO[str] | None, into: list[str]) -> None:
+    if stream is not None:
+        into.append(stream.read())
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now (the OS's choice)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def savepoint_path_of(result: Timed) -> str:

@@ -21,11 +21,33 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import backlog, cli_latency, flink, lifecycle, machine, profiling, streaming
+from benchmarks import (
+    backlog,
+    cds,
+    cli_latency,
+    flink,
+    lifecycle,
+    machine,
+    profiling,
+    session,
+    streaming,
+)
 from benchmarks.harness import REPO, S3Server, Workspace, s3_server
 from benchmarks.report import Results, Section, validate, write_json, write_markdown
 
-SECTIONS = ("cli", "backlog", "streaming", "lifecycle", "profiling", "flink")
+SECTIONS = ("cli", "backlog", "streaming", "lifecycle", "profiling", "session", "cds", "flink")
+#: The order of the report (SECTIONS is the order of the run: section 8 needs section 6's
+#: figures).
+REPORT_ORDER = (
+    "backlog",
+    "streaming",
+    "cli",
+    "lifecycle",
+    "profiling",
+    "session",
+    "cds",
+    "flink",
+)
 QUICK_OUTPUT = Path(tempfile.gettempdir()) / "flinkish-bench-quick"
 
 
@@ -47,6 +69,16 @@ def parameters(quick: bool) -> dict[str, Any]:
                 small_files=200, small_size=4096, big_files=4, big_size=1 << 20
             ),
             "jvm_runs": 0,
+            "session": session.SessionParams(
+                run_reps=1,
+                batch_reps=1,
+                stream_keys=200,
+                batch=backlog.BacklogParams(
+                    files=2, rows_per_file=150, keys=50, max_files_per_trigger=2, reps=1
+                ),
+            ),
+            "cds": cds.CdsParams(reps=1, enabled=optional("BENCH_CDS", quick)),
+            "flink": flink.FlinkParams(reps=1, enabled=optional("BENCH_FLINK", quick)),
         }
     return {
         "backlog": backlog.BacklogParams(
@@ -61,7 +93,24 @@ def parameters(quick: bool) -> dict[str, Any]:
             small_files=2_000, small_size=4096, big_files=8, big_size=32 << 20
         ),
         "jvm_runs": 3,
+        "session": session.SessionParams(
+            run_reps=5,
+            batch_reps=3,
+            stream_keys=1_000,
+            batch=backlog.BacklogParams(
+                files=6, rows_per_file=100, keys=100, max_files_per_trigger=2, reps=3
+            ),
+        ),
+        "cds": cds.CdsParams(reps=3, enabled=optional("BENCH_CDS", quick)),
+        "flink": flink.FlinkParams(reps=5, enabled=optional("BENCH_FLINK", quick)),
     }
+
+
+def optional(variable: str, quick: bool) -> bool:
+    """Whether an optional section runs: in a full run unless ``VARIABLE=0``, in a quick run
+    only with ``VARIABLE=1`` (so CI's quick run never installs Apache Flink)."""
+    value = os.environ.get(variable, "").strip()
+    return value == "1" if quick else value != "0"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -141,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections: list[Section] = []
     cli_best: dict[str, Any] | None = None
     facts: list[dict[str, Any]] | None = None
+    session_figures: session.SessionFigures | None = None
 
     def attempt(key: str, title: str, body: Callable[[], Section]) -> None:
         if key not in wanted:
@@ -164,6 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 section, cli_best = cli_latency.run(workspace, params["cli"], s3)
                 if s3_error:
                     section.notes.append(f"The moto server did not start: {s3_error}")
+                return section
+
+            def run_session() -> Section:
+                nonlocal session_figures
+                section, session_figures = session.run(workspace, params["session"], ncores)
                 return section
 
             def life() -> Section:
@@ -197,17 +252,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     params["jvm_runs"],
                 ),
             )
-            attempt("flink", "6. Apache Flink itself", flink.run)
+            attempt("session", session.TITLE, run_session)
+            attempt("cds", cds.TITLE, lambda: cds.run(workspace, params["cds"], ncores))
+            attempt(
+                "flink",
+                flink.TITLE,
+                lambda: flink.run(workspace, params["flink"], session_figures),
+            )
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     description["load_average_end"] = machine.load_average()
-    order = {
-        key: index
-        for index, key in enumerate(
-            ("backlog", "streaming", "cli", "lifecycle", "profiling", "flink")
-        )
-    }
+    order = {key: index for index, key in enumerate(REPORT_ORDER)}
     sections.sort(key=lambda s: order[s.key])
     results = Results(
         mode="quick" if args.quick else "full",

@@ -217,10 +217,12 @@ def markdown(results: Results) -> str:
         "goals are reported here, never asserted by tests. The same figures are in "
         "`benchmarks/results.json`.",
         "",
-        "To run it again: `scripts/bench` (everything, 15 to 30 minutes on two cores; it "
-        "rewrites this file and `benchmarks/results.json`), `scripts/bench --quick` (a small "
-        "backlog and short runs), `scripts/bench --help` (options, e.g. `--only` to run some "
-        "sections and `--markdown`/`--json` to write elsewhere). CI runs the quick version "
+        "To run it again: `scripts/bench` (everything, 25 to 40 minutes on two cores, plus "
+        "a one-time install of Apache Flink for section 8; it rewrites this file and "
+        "`benchmarks/results.json`), `scripts/bench --quick` (a small backlog and short runs; "
+        "sections 7 and 8 only with `BENCH_CDS=1` / `BENCH_FLINK=1`), `scripts/bench --help` "
+        "(options, e.g. `--only` to run some sections and `--markdown`/`--json` to write "
+        "elsewhere). CI runs the quick version "
         "(`tests/benchmarks/test_bench_quick.py`), which checks that the results are well "
         "formed and never asserts a speed goal.",
         "",

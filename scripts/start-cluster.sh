@@ -21,7 +21,9 @@
 #   --session-webui-port P   FLINKISH_SESSION_WEBUI_PORT  0 (no web UI; else the server's Spark UI)
 #   --slots N                FLINKISH_SESSION_SLOTS       from the configuration (below)
 #   --conf-dir DIR           FLINK_CONF_DIR wins, else DIR, else ./conf (as flinkish reads it)
-#   --session-conf K=V       repeatable: a Spark setting of the server (spark-submit --conf),
+#   --session-conf K=V       repeatable: a Spark setting of the server (spark-submit --conf; it
+#                            wins over the defaults: Python workers get 120 s to connect back,
+#                            spark.python.authenticate.socketTimeout, as a loaded machine needs),
 #                            e.g. spark.driver.memory=4g; spark.log.level=INFO for a chatty log
 #   PYSPARK_PYTHON           Python of the server's Python workers (foreachBatch, UDFs); $PYTHON
 #   PYTHON                   python whose pyspark to use  python3
@@ -333,6 +335,7 @@ if [ $session = 1 ]; then
       --conf "spark.connect.grpc.binding.port=$session_port" \
       --conf spark.port.maxRetries=0 \
       --conf spark.log.level=WARN \
+      --conf spark.python.authenticate.socketTimeout=120s \
       "${ui_confs[@]}" \
       ${session_confs[@]+"${session_confs[@]}"}
   )
