@@ -66,8 +66,7 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
     flinkish_env: FlinkishEnv, s3_server, s3_bucket: str
 ) -> None:
     env, cycle = flinkish_env, Cycle(flinkish_env)
-    host, port = s3_server.endpoint.removeprefix("http://").split(":")
-    with TcpProxy((host, int(port))) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         conf = s3_server.flink_conf()
         conf["s3.endpoint"] = proxy.endpoint  # the job reaches S3 through the proxy only
         env.write_conf(conf)

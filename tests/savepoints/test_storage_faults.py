@@ -21,7 +21,6 @@ import collections
 import json
 import os
 import shutil
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from flinkish_cli.savepoints.dispose import dispose
 from flinkish_cli.savepoints.manifest import is_savepoint_name
 from flinkish_cli.savepoints.restore import open_source, restore_query
 from flinkish_cli.storage import LocalStorage, Storage, join, open_storage
-from tests.fixtures.s3server import S3Server, start_s3_server
+from tests.fixtures.s3server import S3Server, after_uploads, start_s3_server
 from tests.storage.tcp_proxy import TcpProxy
 from tests.storage.tmpfs import fill, small_tmpfs
 
@@ -155,28 +154,6 @@ def counts_query(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CountsQue
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _after_uploads(storage: Any, count: int, action: Any) -> threading.Event:
-    """Run ``action`` once, right after ``count`` objects or parts were uploaded (a botocore
-    event hook: it observes real requests and changes nothing in them)."""
-    done, lock, seen = threading.Event(), threading.Lock(), [0]
-
-    def uploaded(**_: Any) -> None:
-        with lock:
-            seen[0] += 1
-            if seen[0] == count and not done.is_set():
-                action()
-                done.set()
-
-    for operation in ("PutObject", "UploadPart"):
-        storage.client.meta.events.register(f"after-call.s3.{operation}", uploaded)
-    return done
-
-
-def _upstream(server: S3Server) -> tuple[str, int]:
-    host, port = server.endpoint.removeprefix("http://").split(":")
-    return host, int(port)
-
-
 def _leftovers(storage: Storage, directory: str) -> list[str]:
     """The savepoint directories left under ``directory`` (by a failed attempt)."""
     return [i.path for i in storage.list(directory) if i.is_dir and is_savepoint_name(i.name)]
@@ -202,12 +179,12 @@ def test_s3_endpoint_gone_during_the_upload(
 ) -> None:
     checkpoint = counts_query.copy(tmp_path)
     target_dir = join(s3_bucket, "savepoints")
-    with TcpProxy(_upstream(s3_server)) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         settings = s3_server.settings(
             s3_endpoint=proxy.endpoint, max_workers=2, connect_timeout=2, read_timeout=5
         )
         target = open_storage(target_dir, settings)
-        stopped = _after_uploads(target, 3, proxy.stop)
+        stopped = after_uploads(target, 3, proxy.stop)
         with pytest.raises(StorageError) as caught:
             counts_query.savepoint(checkpoint, target, target_dir)
         assert stopped.is_set()
@@ -236,7 +213,7 @@ def test_s3_server_process_stopped_during_the_upload(
             process.terminate()
             process.wait(timeout=10)
 
-        _after_uploads(target, 3, kill)
+        after_uploads(target, 3, kill)
         with pytest.raises(StorageError) as caught:
             counts_query.savepoint(checkpoint, target, target_dir)
         assert "Cannot connect to the S3 endpoint" in _no_secret(caught.value, server)
@@ -253,7 +230,7 @@ def test_s3_slowed_during_the_upload_still_gives_a_valid_savepoint(
 ) -> None:
     checkpoint = counts_query.copy(tmp_path)
     target_dir = join(s3_bucket, "savepoints")
-    with TcpProxy(_upstream(s3_server)) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         proxy.delay, proxy.piece = 0.003, 8 * 1024  # every 8 KiB waits 3 ms, both ways
         target = open_storage(target_dir, s3_server.settings(s3_endpoint=proxy.endpoint))
         path = counts_query.savepoint(checkpoint, target, target_dir)
@@ -266,7 +243,7 @@ def test_s3_stalled_during_the_upload_fails_clearly_and_a_retry_works(
 ) -> None:
     checkpoint = counts_query.copy(tmp_path)
     target_dir = join(s3_bucket, "savepoints")
-    with TcpProxy(_upstream(s3_server)) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         settings = s3_server.settings(
             s3_endpoint=proxy.endpoint,
             max_workers=2,
@@ -275,7 +252,7 @@ def test_s3_stalled_during_the_upload_fails_clearly_and_a_retry_works(
             max_attempts=2,
         )
         target = open_storage(target_dir, settings)
-        _after_uploads(target, 3, proxy.stall)
+        after_uploads(target, 3, proxy.stall)
         with pytest.raises(StorageError) as caught:
             counts_query.savepoint(checkpoint, target, target_dir)
         assert "stopped answering" in _no_secret(caught.value, s3_server)

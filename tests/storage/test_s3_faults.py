@@ -6,15 +6,13 @@ it, no hang), and a retry that works once the server is back."""
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage import LocalStorage, join, open_storage
-from tests.fixtures.s3server import S3Server, start_s3_server
+from tests.fixtures.s3server import S3Server, after_uploads, start_s3_server
 from tests.storage.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,30 +28,6 @@ def _files(base: Path, count: int, size: int = 2048) -> list[str]:
     return names
 
 
-def _upstream(server: S3Server) -> tuple[str, int]:
-    host, port = server.endpoint.removeprefix("http://").split(":")
-    return host, int(port)
-
-
-def _after_uploads(storage: Any, count: int, action: Any) -> threading.Event:
-    """Run ``action`` once, right after ``count`` objects were uploaded (a botocore event
-    hook: it observes real requests and changes nothing in them)."""
-    done = threading.Event()
-    seen = [0]
-    lock = threading.Lock()
-
-    def uploaded(**_: Any) -> None:
-        with lock:
-            seen[0] += 1
-            if seen[0] == count and not done.is_set():
-                action()
-                done.set()
-
-    for operation in ("PutObject", "UploadPart"):
-        storage.client.meta.events.register(f"after-call.s3.{operation}", uploaded)
-    return done
-
-
 def _assert_clear(error: StorageError, server: S3Server) -> None:
     text = str(error)
     assert server.secret_key not in text and server.access_key not in text
@@ -65,12 +39,12 @@ def test_the_endpoint_gone_during_an_upload_then_back(
     tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
     names = _files(tmp_path / "src", 40)
-    with TcpProxy(_upstream(s3_server)) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         settings = s3_server.settings(
             s3_endpoint=proxy.endpoint, max_workers=2, connect_timeout=2, read_timeout=5
         )
         target = open_storage(s3_bucket, settings)
-        stopped = _after_uploads(target, 5, proxy.stop)
+        stopped = after_uploads(target, 5, proxy.stop)
         with pytest.raises(StorageError) as caught:
             LocalStorage(str(tmp_path)).copy_tree(
                 str(tmp_path / "src"), target, join(s3_bucket, "up"), files=names
@@ -100,7 +74,7 @@ def test_the_server_process_stopped_during_an_upload(tmp_path: Path) -> None:
             process.terminate()
             process.wait(timeout=10)
 
-        _after_uploads(target, 4, kill)
+        after_uploads(target, 4, kill)
         with pytest.raises(StorageError) as caught:
             LocalStorage(str(tmp_path)).copy_tree(
                 str(tmp_path / "src"), target, join(bucket, "up"), files=names
@@ -122,7 +96,7 @@ def test_a_slow_connection_still_copies_everything_correctly(
     big = tmp_path / "src" / "big"
     big.write_bytes(b"0123456789abcdef" * (6 * 1024 * 1024 // 16))  # multipart (5 MiB parts)
     names.append("big")
-    with TcpProxy(_upstream(s3_server)) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         proxy.delay, proxy.piece = 0.002, 16 * 1024
         settings = s3_server.settings(
             s3_endpoint=proxy.endpoint,
@@ -143,7 +117,7 @@ def test_a_stalled_connection_fails_clearly_instead_of_hanging(
     tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
     names = _files(tmp_path / "src", 4)
-    with TcpProxy(_upstream(s3_server)) as proxy:
+    with TcpProxy(s3_server.address) as proxy:
         settings = s3_server.settings(
             s3_endpoint=proxy.endpoint, connect_timeout=1, read_timeout=1, max_attempts=2
         )
