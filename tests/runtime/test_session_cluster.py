@@ -96,6 +96,8 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     assert "queries left in session" in env.run("logs", job_id, check=True).stdout
     write_events(inputs, rows[6:9])
     _wait(lambda: len(committed_rows(output / "raw")) >= 9, "the restarted client catches up")
+    checkpointed = env.run("checkpoint", job_id, check=True).stdout
+    assert re.search(rf"^Checkpoint \d+ for job {job_id} completed\.$", checkpointed, re.M)
 
     taken = env.run("savepoint", job_id, check=True)
     savepoint = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
@@ -201,6 +203,20 @@ def test_a_dead_client_leaves_no_query_running_in_the_cluster(
     assert "client process was killed" in _status(env, job_id)["failure_cause"]
     probe = env.root / "probe.py"
     probe.write_text(ACTIVE_QUERIES)
+    counted = subprocess.run(
+        [sys.executable, str(probe), str(connect_server), session],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert counted.stdout.strip().splitlines()[-1:] in (["0"], ["closed"]), counted.stderr
+
+    # cancel, as in any cluster: the job is CANCELED and its queries are gone from the server
+    started = env.run("run", "-d", "-m", connect_server, *args, check=True)
+    job_id = job_id_of(started.stdout)
+    session = _status(env, job_id)["connect_session"]
+    assert "Cancelled job" in env.run("cancel", job_id, check=True).stdout
+    _wait(lambda: _status(env, job_id)["state"] == "CANCELED", "CANCELED")
     counted = subprocess.run(
         [sys.executable, str(probe), str(connect_server), session],
         capture_output=True,

@@ -191,7 +191,12 @@ def test_await_any_termination_returns_when_the_bounded_query_ends(
     flinkish_env: FlinkishEnv, orders: Path
 ) -> None:
     plain, ours = both(flinkish_env, "any_termination.py", str(orders))
-    expected = {"bounded_active": False, "endless_active": True, "active_at_end": 0}
+    expected = {
+        "bounded_active": False,
+        "endless_active": True,
+        "endless_wrote_batches": True,
+        "active_at_end": 0,
+    }
     assert result_of(plain) == expected
     assert result_of(ours) == expected
     customers = sorted((row["id"], row["customer"].upper()) for row in ORDERS)
