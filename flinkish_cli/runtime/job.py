@@ -176,12 +176,24 @@ class JobRuntime:
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
 
-    def spark_lost(self) -> bool:
-        """Classic Spark: the JVM that started this driver has exited (its orphan now)."""
+    def spark_lost(self, confirm: bool = False) -> bool:
+        """Classic Spark: the JVM that started this driver has exited (its orphan now).
+
+        ``confirm``: the program just lost its connection to the gateway. A JVM killed with
+        SIGKILL refuses connections before the kernel has finished its exit and re-parented
+        this process, so wait a little for that before judging it alive (otherwise its
+        death would count twice under the restart strategy: here and in the supervisor).
+        """
         if self.flavour.name != CLASSIC or self.plan.deploy_mode != "client":
             return False
-        if not self._jvm_lost and os.getppid() != self._parent:
-            self._jvm_lost = True
+        deadline = time.monotonic() + (GATEWAY_LOSS_GRACE_S if confirm else 0.0)
+        while not self._jvm_lost:
+            if os.getppid() != self._parent:
+                self._jvm_lost = True
+            elif time.monotonic() >= deadline:
+                break
+            else:
+                time.sleep(0.05)
         return self._jvm_lost
 
     # -- QueryStarter (hooks) ------------------------------------------------------------
@@ -635,7 +647,7 @@ class JobRuntime:
                             stop_between_batches(handle)
             return self.wait_for_queries()
         except BaseException as error:  # the script's failure is the job's failure
-            if self.spark_lost():
+            if self.spark_lost(confirm=_lost_gateway(error)):
                 return SparkLostError("Spark's JVM exited while the job ran.")
             if self._failure is not None:
                 return self._failure
@@ -783,3 +795,19 @@ def stop_between_batches(query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT) -> 
             break
         time.sleep(0.02)
     query.stop()
+
+
+#: How long a driver that lost its gateway waits to see whether Spark's JVM has exited.
+GATEWAY_LOSS_GRACE_S = 5.0
+
+
+def _lost_gateway(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is a lost connection to Spark's JVM."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionError) or type(seen).__name__ == "Py4JNetworkError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
