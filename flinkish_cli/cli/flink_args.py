@@ -6,9 +6,16 @@
   uses the default savepoint directory. :func:`job_and_target` applies the same rule.
 - ``-type canonical|native`` in any case (:func:`format_type`).
 - Java-only input is refused in one line that says what to use instead (:func:`refuse_java`).
+- Every long option also with one dash (``-savepointPath``, ``-dispose``, ``-fromSavepoint``),
+  as commons-cli's ``DefaultParser`` reads a word that is not a short option
+  (:class:`FlinkCommand`, the class of every action).
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import click
 
 from flinkish_cli.errors import UsageError
 
@@ -54,3 +61,46 @@ def refuse_java(option: str, what: str) -> UsageError:
         "pipeline.jars.",
     }[option]
     return UsageError(f"flinkish runs Python jobs: {what} is Java-only; {advice}")
+
+
+class FlinkCommand(click.Command):
+    """A click command that also reads each ``--name`` option as ``-name``.
+
+    Flink's parser (commons-cli's ``DefaultParser``) looks a word ``-name`` up as a short
+    option first, then as a long one, so ``flink savepoint -dispose <path>`` disposes and
+    ``flink run -fromSavepoint <path>`` restores. Click would read ``-dispose`` as ``-d ispose``.
+    The single-dash spellings are added to the parser only (help lists each option once), for
+    names that are not already an option of the command; a short option keeps its meaning.
+    """
+
+    def make_parser(self, ctx: click.Context) -> Any:  # click's parser class is private
+        parser = super().make_parser(ctx)
+        taken = {name for param in self.get_params(ctx) for name in _names(param)}
+        for param in self.get_params(ctx):
+            if isinstance(param, click.Option):
+                _add_single_dash(param, parser, ctx, taken)
+        return parser
+
+
+def _names(param: click.Parameter) -> list[str]:
+    return [*param.opts, *param.secondary_opts]
+
+
+def _single_dash(names: list[str], taken: set[str]) -> list[str]:
+    return [f"-{n[2:]}" for n in names if n.startswith("--") and f"-{n[2:]}" not in taken]
+
+
+def _add_single_dash(
+    param: click.Option, parser: object, ctx: click.Context, taken: set[str]
+) -> None:
+    """Register ``param``'s single-dash spellings with ``parser`` as the option itself (the
+    parser then reports the values under the option's name, in the order given)."""
+    opts, secondary = param.opts, param.secondary_opts
+    aliases, secondary_aliases = _single_dash(opts, taken), _single_dash(secondary, taken)
+    if not aliases:
+        return
+    param.opts, param.secondary_opts = aliases, secondary_aliases
+    try:
+        param.add_to_parser(parser, ctx)  # type: ignore[arg-type]
+    finally:
+        param.opts, param.secondary_opts = opts, secondary

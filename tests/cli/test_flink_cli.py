@@ -341,6 +341,29 @@ def test_savepoint_dispose_lines_and_refusal(env: Env) -> None:
     assert not_a_savepoint.is_dir()
 
 
+def test_savepoint_dispose_with_one_dash_is_dispose_not_d_ispose(env: Env) -> None:
+    """commons-cli reads ``-dispose`` as the long option (a short one would be ``-d``)."""
+    path = env.work / "nothing"
+    result = env.flinkish("savepoint", "-dispose", str(path))
+    assert result.lines[0] == f"Disposing savepoint '{path}'."
+    assert result.code == 1 and result.err.startswith(f"ERROR: {path} is not a savepoint")
+
+
+@pytest.mark.parametrize(
+    ("args", "target", "drain"),
+    [
+        (["stop", "-savepointPath", "@abs/sp", "-drain", JOB], "@abs/sp", True),
+        (["stop", "-savepointPath=@abs/sp", JOB], "@abs/sp", False),
+    ],
+)
+def test_long_options_with_one_dash(env: Env, driver: FakeDriver, args, target, drain) -> None:
+    result = env.flinkish(*env.absolute(args))
+    assert result.code == 0, result
+    request = _only_request(driver)
+    assert request.args["target"] == env.absolute([target])[0]
+    assert request.args["drain"] is drain
+
+
 # -- checkpoint ------------------------------------------------------------------------------
 
 
@@ -543,6 +566,19 @@ def test_run_general_and_python_options(env: Env, submitted: list) -> None:
     assert config.get("python.pythonpath") == "/opt/py/lib"
     assert config.get("execution.target") == "remote"
     assert "The option 'restoreMode' is deprecated. Please use 'claimMode' instead." in result.err
+
+
+def test_run_long_options_with_one_dash_stop_at_the_job(env: Env, submitted: list) -> None:
+    result = env.flinkish(
+        "run", "-detached", "-parallelism", "3", "-fromSavepoint", "sp/savepoint-1",
+        "-jobmanager", "127.0.0.1:15002", "job.py", "-parallelism", "9", "-detached",
+    )  # fmt: skip
+    assert result.code == 0, result
+    ((request, config),) = submitted
+    assert request.detached and request.jobmanager == "127.0.0.1:15002"
+    assert request.from_savepoint == str(env.work / "sp" / "savepoint-1")
+    assert config.get("parallelism.default") == 3
+    assert request.args == ["-parallelism", "9", "-detached"]  # the job's own, untouched
 
 
 def test_run_executor_is_target_and_z_is_ignored(env: Env, submitted: list) -> None:

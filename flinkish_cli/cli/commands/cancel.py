@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import NO_VALUE, format_type, job_and_target
+from flinkish_cli.cli.flink_args import NO_VALUE, FlinkCommand, format_type, job_and_target
 from flinkish_cli.cli.options import (
     common_options,
     load_config,
@@ -20,7 +20,7 @@ from flinkish_cli.cli.options import (
 from flinkish_cli.cli.output import echo, print_json, warn
 
 
-@click.command(short_help="Cancel a running job.")
+@click.command(cls=FlinkCommand, short_help="Cancel a running job.")
 @click.argument("args", nargs=-1, metavar="<Job ID>")
 @click.option(
     "-s",

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import require_job
+from flinkish_cli.cli.flink_args import FlinkCommand, require_job
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 
 
-@click.command(short_help="Wait for a job's next checkpoint.")
+@click.command(cls=FlinkCommand, short_help="Wait for a job's next checkpoint.")
 @click.argument("args", nargs=-1, metavar="<Job ID>")
 @click.option(
     "-full",

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from flinkish_cli.cli.flink_args import FlinkCommand
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, is_terminal, print_json, print_table
 
@@ -94,7 +95,7 @@ def _print_all(config: Any, entries: list[Any]) -> None:
     echo(f"Spark master without -m or -t: {to_spark(config).master}")
 
 
-@click.command("config", short_help="Show the effective configuration.")
+@click.command("config", cls=FlinkCommand, short_help="Show the effective configuration.")
 @click.option(
     "-k",
     "--key",

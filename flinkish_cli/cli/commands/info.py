@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import click
 
+from flinkish_cli.cli.flink_args import FlinkCommand
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 
 
 @click.command(
-    context_settings={"allow_interspersed_args": False}, short_help="Show a job's query plans."
+    cls=FlinkCommand,
+    context_settings={"allow_interspersed_args": False},
+    short_help="Show a job's query plans.",
 )
 @click.argument("job", metavar="<job.py>")
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[job arguments]")

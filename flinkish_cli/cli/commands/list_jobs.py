@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from flinkish_cli.cli.flink_args import FlinkCommand
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json, warn
 
@@ -72,7 +73,7 @@ def _unreadable_json(job: UnreadableJob) -> dict[str, Any]:
     }
 
 
-@click.command("list", short_help="List jobs.")
+@click.command("list", cls=FlinkCommand, short_help="List jobs.")
 @click.option("-r", "--running", is_flag=True, help="Show only running jobs.")
 @click.option("-s", "--scheduled", is_flag=True, help="Show only scheduled jobs.")
 @click.option("-a", "--all", "show_all", is_flag=True, help="Show all jobs, terminated too.")

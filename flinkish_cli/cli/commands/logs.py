@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import click
 
+from flinkish_cli.cli.flink_args import FlinkCommand
 from flinkish_cli.cli.options import common_options, load_config
 
 
-@click.command(short_help="Show a job's driver log.")
+@click.command(cls=FlinkCommand, short_help="Show a job's driver log.")
 @click.argument("job_id", metavar="<Job ID>")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the job ends.")
 @click.option(

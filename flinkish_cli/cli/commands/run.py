@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from flinkish_cli.cli.flink_args import refuse_java
+from flinkish_cli.cli.flink_args import FlinkCommand, refuse_java
 from flinkish_cli.cli.options import common_options, general_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json, warn
 
@@ -157,6 +157,7 @@ def _run_options(func: Any) -> Any:
 
 
 @click.command(
+    cls=FlinkCommand,
     context_settings={"ignore_unknown_options": False, "allow_interspersed_args": False},
     short_help="Submit a PySpark job.",
 )
@@ -173,6 +174,7 @@ def run(**params: Any) -> None:
 
 @click.command(
     "run-application",
+    cls=FlinkCommand,
     context_settings={"ignore_unknown_options": False, "allow_interspersed_args": False},
     short_help="Run a job in application mode (Flink 1.x).",
 )

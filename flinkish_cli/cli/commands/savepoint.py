@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import format_type, refuse_java, require_job
+from flinkish_cli.cli.flink_args import FlinkCommand, format_type, refuse_java, require_job
 from flinkish_cli.cli.options import (
     common_options,
     detached_trigger_option,
@@ -20,7 +20,7 @@ from flinkish_cli.cli.options import (
 from flinkish_cli.cli.output import echo, print_json, print_table
 
 
-@click.command(short_help="Trigger, dispose of or inspect savepoints.")
+@click.command(cls=FlinkCommand, short_help="Trigger, dispose of or inspect savepoints.")
 @click.argument("args", nargs=-1, metavar="<Job ID> [<target directory>] | info <path>")
 @click.option("-d", "--dispose", metavar="<path>", help="Path of a savepoint to dispose of.")
 @detached_trigger_option

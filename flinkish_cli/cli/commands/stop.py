@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import NO_VALUE, format_type, job_and_target
+from flinkish_cli.cli.flink_args import NO_VALUE, FlinkCommand, format_type, job_and_target
 from flinkish_cli.cli.options import (
     common_options,
     detached_trigger_option,
@@ -21,7 +21,7 @@ from flinkish_cli.cli.options import (
 from flinkish_cli.cli.output import echo, print_json, warn
 
 
-@click.command(short_help="Stop a job with a savepoint.")
+@click.command(cls=FlinkCommand, short_help="Stop a job with a savepoint.")
 @click.argument("args", nargs=-1, metavar="<Job ID>")
 @click.option(
     "-p",
