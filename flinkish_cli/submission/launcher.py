@@ -180,8 +180,12 @@ def sweep_run_dirs(log_dir: Path, older_than: float = 60.0) -> list[Path]:
 
 
 def _is_supervisor(pid: int) -> bool:
+    """Whether ``pid`` is a live supervisor. A process whose command line is still empty (one
+    being exec'd) counts as live: keeping a run directory one sweep longer is harmless,
+    removing a starting job's is not."""
     try:
-        return b"flinkish_cli.submission.supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return not cmdline or b"flinkish_cli.submission.supervisor" in cmdline
     except OSError:
         try:
             os.kill(pid, 0)

@@ -61,6 +61,14 @@ def _run_dir(base: Path, job: str, age: float, pid: int | None = None) -> Path:
     return run_dir
 
 
+def _until_exec_done(pid: int) -> None:
+    """Popen can return before the kernel has set the new program's command line (vfork)."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while b"supervisor" not in cmdline.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_sweep_removes_run_dirs_whose_supervisor_is_gone(tmp_path: Path) -> None:
     orphan = _run_dir(tmp_path, "a" * 32, age=600, pid=999_999_999)  # no such process
     fresh = _run_dir(tmp_path, "b" * 32, age=0)  # a job being prepared right now
@@ -68,6 +76,7 @@ def test_sweep_removes_run_dirs_whose_supervisor_is_gone(tmp_path: Path) -> None
         [sys.executable, "-c", "import time; time.sleep(60)", "flinkish_cli.submission.supervisor"]
     )
     try:
+        _until_exec_done(sleeper.pid)
         alive = _run_dir(tmp_path, "c" * 32, age=600, pid=sleeper.pid)
         removed = sweep_run_dirs(tmp_path)
     finally:
