@@ -182,10 +182,14 @@ def sweep_run_dirs(log_dir: Path, older_than: float = 60.0) -> list[Path]:
 def _is_supervisor(pid: int) -> bool:
     """Whether ``pid`` is a live supervisor. A process whose command line is still empty (one
     being exec'd) counts as live: keeping a run directory one sweep longer is harmless,
-    removing a starting job's is not."""
+    removing a starting job's is not. One that has exited (a zombie, also without a command
+    line) does not."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return not cmdline or b"flinkish_cli.submission.supervisor" in cmdline
+        if cmdline:
+            return b"flinkish_cli.submission.supervisor" in cmdline
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rpartition(")")[2].split()[:1] != ["Z"]
     except OSError:
         try:
             os.kill(pid, 0)

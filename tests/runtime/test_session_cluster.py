@@ -180,13 +180,25 @@ except Exception as error:  # a closed session has no queries: closing it stoppe
 """
 
 
+def _assert_no_query_left(probe: Path, connect_server: str, session: str) -> None:
+    """The job's session on the server runs no query (or was closed, which stopped them)."""
+    import subprocess
+    import sys
+
+    counted = subprocess.run(
+        [sys.executable, str(probe), str(connect_server), session],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert counted.stdout.strip().splitlines()[-1:] in (["0"], ["closed"]), counted.stderr
+
+
 def test_a_dead_client_leaves_no_query_running_in_the_cluster(
     flinkish_env: FlinkishEnv, connect_server: str
 ) -> None:
     """A job's queries live in its session on the server, not in its client: when the
     client dies and the job ends FAILED, its supervisor stops them."""
-    import subprocess
-    import sys
 
     env = flinkish_env
     inputs, output = env.root / "in", env.root / "out"
@@ -203,13 +215,7 @@ def test_a_dead_client_leaves_no_query_running_in_the_cluster(
     assert "client process was killed" in _status(env, job_id)["failure_cause"]
     probe = env.root / "probe.py"
     probe.write_text(ACTIVE_QUERIES)
-    counted = subprocess.run(
-        [sys.executable, str(probe), str(connect_server), session],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert counted.stdout.strip().splitlines()[-1:] in (["0"], ["closed"]), counted.stderr
+    _assert_no_query_left(probe, connect_server, session)
 
     # cancel, as in any cluster: the job is CANCELED and its queries are gone from the server
     started = env.run("run", "-d", "-m", connect_server, *args, check=True)
@@ -217,10 +223,4 @@ def test_a_dead_client_leaves_no_query_running_in_the_cluster(
     session = _status(env, job_id)["connect_session"]
     assert "Cancelled job" in env.run("cancel", job_id, check=True).stdout
     _wait(lambda: _status(env, job_id)["state"] == "CANCELED", "CANCELED")
-    counted = subprocess.run(
-        [sys.executable, str(probe), str(connect_server), session],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert counted.stdout.strip().splitlines()[-1:] in (["0"], ["closed"]), counted.stderr
+    _assert_no_query_left(probe, connect_server, session)

@@ -94,3 +94,18 @@ def test_the_next_command_sweeps_a_killed_jobs_properties_file(flinkish_env) -> 
     orphan = _run_dir(flinkish_env.logs, "d" * 32, age=600, pid=999_999_999)
     flinkish_env.run("list", check=True)
     assert not orphan.exists()
+
+
+def test_sweep_removes_the_run_dir_of_a_supervisor_that_exited_unreaped(tmp_path: Path) -> None:
+    """An exited process nobody has waited for (a zombie) has no command line either."""
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat = Path(f"/proc/{exited.pid}/stat")
+        deadline = time.monotonic() + 30
+        while stat.read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child did not exit"
+            time.sleep(0.05)
+        dead = _run_dir(tmp_path, "d" * 32, age=600, pid=exited.pid)
+        assert sweep_run_dirs(tmp_path) == [dead]
+    finally:
+        exited.wait()
