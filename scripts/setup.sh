@@ -35,3 +35,6 @@ if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip
   echo "ERROR: installing flinkish failed (full output in $log); check the network access to PyPI." >&2
   exit 1
 fi
+# Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
+# each start; made once per Spark, Java and flinkish version; never fails the set-up).
+.venv/bin/python -m flinkish_cli.submission.cds || true

@@ -381,6 +381,45 @@ EOF
   then
     fail "the Spark Connect server did not become ready within ${timeout}s (see its log above)"
   fi
+  # Warm it up, so that the first job starts as fast as the tenth: one short job of the kinds
+  # flinkish runs (a batch query, a Python UDF on the executors, a streaming query with
+  # foreachBatch and a file sink) loads and compiles the server's planner and starts the
+  # executors' Python workers. A failed warm-up only leaves the cluster cold: it is
+  # reported, never fatal.
+  warm_dir="$dir/work/warm-up"
+  rm -rf "$warm_dir"
+  if ! warm_out=$("$python" - "sc://127.0.0.1:$session_port" "$warm_dir" 2>&1 <<'EOF'
+import __main__
+
+__main__.__file__ = "connect-warm-up"  # see connect_ready(): not a doctest run
+import sys  # noqa: E402
+
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+url, work = sys.argv[1], sys.argv[2]
+spark = SparkSession.builder.remote(url).appName("flinkish warm-up").getOrCreate()
+try:
+    plus_one = F.udf(lambda value: value + 1, "long")
+    spark.range(100).select(plus_one("id").alias("v")).groupBy().sum("v").collect()
+    source = spark.readStream.format("rate").option("rowsPerSecond", 10).load()
+    seen = source.writeStream.foreachBatch(lambda batch, batch_id: batch.count()).start()
+    files = (
+        source.writeStream.format("json")
+        .option("path", f"{work}/out")
+        .option("checkpointLocation", f"{work}/files")
+        .start()
+    )
+    for query in (seen, files):
+        query.processAllAvailable()
+        query.stop()
+finally:
+    spark.stop()
+EOF
+  ); then
+    echo "WARNING: the session cluster's warm-up failed, so its first job starts cold: $(echo "$warm_out" | grep -v '^[[:space:]]*$' | tail -n 1)" >&2
+  fi
+  rm -rf "$warm_dir"
   echo "sc://127.0.0.1:$session_port" >"$dir/connect.url"
   echo "Spark Connect server running: pid $(cat "$dir/connect.pid"), $capacity, Python workers $pyspark_python"
   if [ "$session_webui_port" != 0 ]; then

@@ -14,3 +14,13 @@ pytest_plugins = [
     # connect_server: a real session cluster, a Spark Connect server (start-cluster.sh --session)
     "tests.fixtures.connect_server",
 ]
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """A test of a real cluster starts JVMs: ``cluster`` implies ``spark``, so that the fast
+    run (``-m "not spark"``) starts none."""
+    import pytest
+
+    for item in items:
+        if item.get_closest_marker("cluster") and not item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.spark)

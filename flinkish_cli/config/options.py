@@ -885,6 +885,19 @@ OPTIONS: tuple[Option, ...] = (
         spark_doc="`spark.executor.extraJavaOptions`",
     ),
     Option(
+        "env.java.class-data-sharing",
+        Bool(),
+        MO,
+        "Start each fresh driver's JVM from a class-data sharing archive of Spark's classes "
+        "(made once per Spark, Java and flinkish version in the user's cache directory).",
+        RUNTIME,
+        default="true",
+        note="Saves seconds of every driver's start. The archive is made by "
+        "scripts/setup.sh, or in the background by the first job that finds none; a stale "
+        "or refused archive is one line in the job's log and the driver starts without it. "
+        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions).",
+    ),
+    Option(
         "env.log.dir",
         Uri(),
         MO,

@@ -106,7 +106,9 @@ class S3Storage(Storage):
         return self._client
 
     def _make_client(self) -> Any:
-        import boto3.session
+        """A botocore client: boto3 (and its transfer manager, a tenth of a second to import)
+        is imported only when a managed transfer runs (:meth:`_managed`)."""
+        import botocore.session
         from botocore.config import Config
 
         s = self.settings
@@ -128,15 +130,17 @@ class S3Storage(Storage):
             **options,
         )
         with self._errors("connect to", self.root):
-            session = boto3.session.Session(
-                aws_access_key_id=s.s3_access_key or None,
-                aws_secret_access_key=s.s3_secret_key or None,
-                aws_session_token=s.s3_session_token or None,
-            )
-            region = s.s3_region or session.region_name or DEFAULT_REGION
+            session = botocore.session.Session()
+            region = s.s3_region or session.get_config_variable("region") or DEFAULT_REGION
             try:
-                return session.client(
-                    "s3", endpoint_url=self.endpoint, region_name=region, config=config
+                return session.create_client(
+                    "s3",
+                    endpoint_url=self.endpoint,
+                    region_name=region,
+                    aws_access_key_id=s.s3_access_key or None,
+                    aws_secret_access_key=s.s3_secret_key or None,
+                    aws_session_token=s.s3_session_token or None,
+                    config=config,
                 )
             except ValueError as error:  # botocore: invalid endpoint or region
                 raise StorageError(
@@ -144,6 +148,15 @@ class S3Storage(Storage):
                     f"and region '{region}': {self.settings.redact(str(error))}",
                     f"Check s3.endpoint and s3.region in {CONF}.",
                 ) from None
+
+    @staticmethod
+    def _managed(method: str, client: Any, *args: Any, **kwargs: Any) -> Any:
+        """boto3's managed transfer ``method`` (``upload_file``, ``upload_fileobj``,
+        ``download_file``, ``copy``: multipart, ranged, parallel) run with ``client``: the
+        functions boto3 would add to a client of its own, called on this botocore one."""
+        from boto3.s3 import inject
+
+        return getattr(inject, method)(client, *args, **kwargs)
 
     def _transfer_config(self, copy: bool = False) -> Any:
         from boto3.s3.transfer import TransferConfig
@@ -447,7 +460,14 @@ class S3Storage(Storage):
                         os.unlink(tmp)
             else:
                 # boto3 writes to a temporary name beside dest and renames it at the end.
-                self.client.download_file(loc.bucket, loc.key, dest, Config=self._transfer_config())
+                self._managed(
+                    "download_file",
+                    self.client,
+                    loc.bucket,
+                    loc.key,
+                    dest,
+                    Config=self._transfer_config(),
+                )
 
     # -- writing ---------------------------------------------------------------------------
     def write_bytes(self, path: str, data: bytes) -> None:
@@ -458,8 +478,13 @@ class S3Storage(Storage):
     def write_stream(self, path: str, stream: BinaryIO) -> None:
         loc = self._file(path)
         with self._errors("write", path):
-            self.client.upload_fileobj(
-                _FullReads(stream), loc.bucket, loc.key, Config=self._transfer_config()
+            self._managed(
+                "upload_fileobj",
+                self.client,
+                _FullReads(stream),
+                loc.bucket,
+                loc.key,
+                Config=self._transfer_config(),
             )
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
@@ -501,7 +526,14 @@ class S3Storage(Storage):
                 with open(source, "rb") as body:
                     self.client.put_object(Bucket=loc.bucket, Key=loc.key, Body=body)
             else:
-                self.client.upload_file(source, loc.bucket, loc.key, Config=self._transfer_config())
+                self._managed(
+                    "upload_file",
+                    self.client,
+                    source,
+                    loc.bucket,
+                    loc.key,
+                    Config=self._transfer_config(),
+                )
 
     def mkdirs(self, path: str) -> None:
         self._loc(path)  # S3 has no directories; only check the path
@@ -561,7 +593,9 @@ class S3Storage(Storage):
                         CopySource=copy_source, Bucket=target.bucket, Key=target.key
                     )
                 else:
-                    dest.client.copy(
+                    self._managed(
+                        "copy",
+                        dest.client,
                         copy_source,
                         target.bucket,
                         target.key,

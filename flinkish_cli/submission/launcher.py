@@ -6,7 +6,8 @@ Every job gets a private run directory (mode 0700) holding:
   ``spark-submit --properties-file``. Nothing secret goes on the command line. The driver
   deletes it as soon as it starts (the JVM has read it); the supervisor writes it again for
   a restarted driver and deletes it whenever a driver exits.
-- ``log4j2.properties``: sends Spark's log to the job's log file instead of the console.
+- ``log4j2.properties``: sends Spark's log to the job's log file instead of the console
+  (named by ``-Dlog4j.configurationFile``: the run directory is not on the class path).
 - ``supervisor.json`` / ``supervisor.pid``: what the job's supervisor runs, and its pid.
 - ``job.zip`` and other packages shipped with ``--py-files``.
 
@@ -28,7 +29,7 @@ from pathlib import Path
 from flinkish_cli.errors import JobError
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.submission.spark_submit import SubmitCommand
+from flinkish_cli.submission.spark_submit import LOG4J2_FILE, SubmitCommand
 
 LOG4J2 = """\
 # Written by flinkish: Spark's log goes to the job's log file, not the console.
@@ -119,7 +120,7 @@ def launch(
     from flinkish_cli.submission.supervisor import SupervisorSpec
 
     write_private(run_dir / "spark.properties", properties_text(command.properties))
-    (run_dir / "log4j2.properties").write_text(LOG4J2.format(log_path=log_path))
+    (run_dir / LOG4J2_FILE).write_text(LOG4J2.format(log_path=log_path))
     env = dict(command.env)
     SupervisorSpec(
         argv=command.argv,
@@ -130,6 +131,7 @@ def launch(
         restarts_here=restarts_here,
         watch_pid=watch_pid,
         client=client,
+        cds_missing=command.cds_missing,
     ).write(run_dir)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     child_env = dict(os.environ)

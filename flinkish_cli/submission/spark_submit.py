@@ -39,6 +39,10 @@ K8S_SESSION = "kubernetes-session"
 K8S_APPLICATION = "kubernetes-application"
 TARGETS = (LOCAL, REMOTE, YARN_SESSION, YARN_APPLICATION, K8S_SESSION, K8S_APPLICATION)
 CLUSTER_MODE_TARGETS = (YARN_APPLICATION, K8S_APPLICATION)
+#: The job's log configuration, in its run directory.
+LOG4J2_FILE = "log4j2.properties"
+#: Spark's setting for JVM options put before ``spark.driver.extraJavaOptions``.
+DRIVER_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,9 @@ class SubmitCommand:
     argv: list[str]
     env: dict[str, str]
     properties: dict[str, str] = field(repr=False)
+    #: The class-data sharing archive this driver would map if it existed (made in the
+    #: background once the job has started; see :mod:`.cds`).
+    cds_missing: str | None = None
 
 
 def pyspark_home() -> Path:
@@ -193,9 +200,19 @@ def build_command(
     py_files: list[str],
     archives: list[str],
     spark_conf: Mapping[str, str],
-    conf_dir: str,
+    run_dir: str,
+    cds_options: list[str] | None = None,
+    cds_missing: str | None = None,
 ) -> SubmitCommand:
-    """The command that submits a job. ``spark_conf`` goes to the properties file only."""
+    """The command that submits a job. ``spark_conf`` goes to the properties file only.
+
+    A client-mode driver (its JVM on this machine) keeps the run directory off its class
+    path, so that it can map a class-data sharing archive (``cds_options``, see :mod:`.cds`):
+    ``SPARK_CONF_DIR`` is a fixed empty directory, the log configuration
+    (``<run_dir>/log4j2.properties``) is named by ``-Dlog4j.configurationFile``, and the
+    JVM's own warnings go to standard error (the job's log). In cluster mode the run
+    directory is the local ``spark-submit``'s configuration directory, as before.
+    """
     properties = dict(spark_conf)
     properties.setdefault("spark.ui.showConsoleProgress", "false")
     if deployment.driver_is_local:
@@ -233,8 +250,19 @@ def build_command(
     if archives:
         argv += ["--archives", ",".join(archives)]
     argv.append(driver_entry_file())
-    env = {"SPARK_CONF_DIR": conf_dir}
-    return SubmitCommand(argv=argv, env=env, properties=properties)
+    if deployment.deploy_mode == "client":
+        from flinkish_cli.submission import cds
+
+        options = [f"-Dlog4j.configurationFile={Path(run_dir, LOG4J2_FILE)}"]
+        options += cds.jvm_logging_options() + list(cds_options or [])
+        default = properties.get(DRIVER_DEFAULT_JAVA_OPTIONS)
+        properties[DRIVER_DEFAULT_JAVA_OPTIONS] = " ".join(
+            [*options, *([default] if default else [])]
+        )
+        env = {"SPARK_CONF_DIR": str(cds.spark_conf_dir())}
+    else:
+        env = {"SPARK_CONF_DIR": run_dir}
+    return SubmitCommand(argv=argv, env=env, properties=properties, cds_missing=cds_missing)
 
 
 def yarn_restarts(config: Any) -> dict[str, str]:

@@ -20,7 +20,7 @@ from flinkish_cli.errors import ConfigError, JobError, UsageError
 from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
-from flinkish_cli.submission import launcher, packaging
+from flinkish_cli.submission import cds, launcher, packaging
 from flinkish_cli.submission.plan import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.submission.spark_submit import (
     YARN_APPLICATION,
@@ -28,6 +28,7 @@ from flinkish_cli.submission.spark_submit import (
     SubmitCommand,
     build_command,
     build_session_command,
+    pyspark_home,
     resolve_deployment,
     yarn_restarts,
 )
@@ -248,6 +249,14 @@ def _plan(
             python=str(config.get("python.client.executable") or "") or None,
         )
     else:
+        cds_options: list[str] = []
+        cds_missing = None
+        if deployment.deploy_mode == "client" and config.get("env.java.class-data-sharing"):
+            archive = cds.archive_path(pyspark_home())
+            if archive is not None and cds.usable(archive):
+                cds_options = cds.driver_options(archive)
+            elif archive is not None:
+                cds_missing = str(archive)
         command = build_command(
             deployment,
             name=name,
@@ -255,7 +264,9 @@ def _plan(
             py_files=py_files,
             archives=archives,
             spark_conf=spark_conf,
-            conf_dir=str(run_dir),
+            run_dir=str(run_dir),
+            cds_options=cds_options,
+            cds_missing=cds_missing,
         )
     registry = registry_for(config)
     return PreparedJob(plan, command, deployment, run_dir, log_path, registry, package)

@@ -61,6 +61,7 @@ class SupervisorSpec:
     restarts_here: bool = True  # False: the cluster manager restarts the driver (YARN)
     watch_pid: int | None = None  # -sae: cancel the job when this process (the CLI) is gone
     client: bool = False  # the process is a session cluster job's client (no JVM of its own)
+    cds_missing: str | None = None  # the class-data sharing archive to make (see .cds)
 
     def write(self, run_dir: Path) -> None:
         path = run_dir / SPEC_FILE
@@ -196,6 +197,8 @@ class Supervisor:
             self._watch_cli()
             status = self.registry.find(self.spec.job_id)
             if status is not None and status.pid is not None and status.pid != reported_pid:
+                if not reported:
+                    self._make_cds_archive()
                 reported = True
             if status is not None and reported and not status.state.is_terminal:
                 silent = time.time() - status.heartbeat
@@ -217,6 +220,16 @@ class Supervisor:
         code = self.process.returncode
         log.info("Driver attempt %d ended with status %s.", attempt, code)
         return DriverExit(code, reported, hung, self.spec.client)
+
+    def _make_cds_archive(self) -> None:
+        """Once the first driver that started without a class-data sharing archive runs,
+        make the archive in the background for the drivers after it (see :mod:`.cds`)."""
+        missing, self.spec.cds_missing = self.spec.cds_missing, None
+        if missing:
+            from flinkish_cli.submission import cds
+            from flinkish_cli.submission.spark_submit import pyspark_home
+
+            log.info("%s", cds.make_missing(pyspark_home(), Path(missing)))
 
     def _stop_orphans(self, session: str | None) -> None:
         """A dead client's queries still run in its session on the cluster: stop them

@@ -36,17 +36,20 @@ RUN_DETACHED = (
 
 @dataclass
 class Live:
-    """The module's configuration and its two live jobs."""
+    """The module's configuration and its live jobs: ``a`` for the tests that leave it
+    running, ``b`` and ``c`` each for the one test that ends it (no test depends on another's
+    effects or on their order)."""
 
     env: FlinkishEnv
     a: str
     b: str
+    c: str
 
     def sh(self, script: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """Run a bash snippet as a cron job would (set -u; the caller checks ``$?``)."""
         environ = self.env.environ()
         environ["PATH"] = f"{BIN}:{environ.get('PATH', '/usr/bin:/bin')}"
-        environ.update(A=self.a, B=self.b, COUNTS_JOB=COUNTS_JOB)
+        environ.update(A=self.a, B=self.b, C=self.c, COUNTS_JOB=COUNTS_JOB)
         return subprocess.run(
             ["bash", "-c", "set -u\n" + script],
             cwd=self.env.root,
@@ -80,10 +83,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     )
     env.conf_dir.mkdir()
     env.write_conf()
-    for name in ("a", "b"):
+    for name in ("a", "b", "c"):
         for start in range(0, 30, 10):
             write_events(root / f"in-{name}", _rows(start, 10))
-    shell = Live(env, "", "")
+    shell = Live(env, "", "", "")
     starts = {
         name: subprocess.Popen(
             [
@@ -98,7 +101,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for name in ("a", "b")
+        for name in ("a", "b", "c")
     }
     try:
         ids = {}
@@ -107,7 +110,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             assert process.returncode == 0, err
             ids[name] = out.strip()
             assert len(ids[name]) == 32, (out, err)
-        shell.a, shell.b = ids["a"], ids["b"]
+        shell.a, shell.b, shell.c = ids["a"], ids["b"], ids["c"]
         for job_id in ids.values():
             env.wait_for_batches(job_id, "raw", 0)
         yield shell
@@ -129,7 +132,7 @@ def test_list_as_a_cron_script_reads_it(live: Live) -> None:
         flinkish lsit >/dev/null 2>&1; echo "typo=$?"
         """
     )
-    assert found["running"] == "2" and found["rc"] == "0" and found["with_m"] == "2"
+    assert found["running"] == "3" and found["rc"] == "0" and found["with_m"] == "3"
     assert found["a"] == "counts_job (RUNNING)"
     assert found["header"] == "------------------ Running/Restarting Jobs -------------------"
     assert found["scheduled"] == "No scheduled jobs."
@@ -164,7 +167,7 @@ def test_relative_savepoint_target_is_the_callers(live: Live) -> None:
     found = live.values(
         """
         mkdir -p cron && cd cron
-        echo "sp=$(flinkish savepoint $B ./sp | sed -n 's/.*Path: //p')"
+        echo "sp=$(flinkish savepoint $A ./sp | sed -n 's/.*Path: //p')"
         """
     )
     assert Path(found["sp"]).parent == live.env.root / "cron" / "sp"
@@ -205,44 +208,44 @@ def test_checkpoint_number(live: Live) -> None:
 
 
 def test_stop_with_default_directory_and_drain(live: Live) -> None:
-    write_events(live.env.root / "in-a", _rows(200, 5))
+    write_events(live.env.root / "in-b", _rows(200, 5))
     found = live.values(
         """
-        OUT=$(flinkish stop -p -d $A); echo "rc=$?"
+        OUT=$(flinkish stop -p -d $B); echo "rc=$?"
         echo "$OUT" | sed -n 1p | sed 's/^/first=/'
         echo "sp=$(echo "$OUT" | sed -n 's/^Savepoint completed. Path: //p')"
-        echo "finished=$(flinkish list -a | grep " : $A : " | grep -c FINISHED)"
-        flinkish cancel $A 2> cancel.err; echo "cancel_rc=$?"
+        echo "finished=$(flinkish list -a | grep " : $B : " | grep -c FINISHED)"
+        flinkish cancel $B 2> cancel.err; echo "cancel_rc=$?"
         """
     )
     assert found["rc"] == "0"
-    assert found["first"] == f'Draining job "{live.a}" with a CANONICAL savepoint.'
+    assert found["first"] == f'Draining job "{live.b}" with a CANONICAL savepoint.'
     assert Path(found["sp"]).parent == live.env.savepoints
     assert found["finished"] == "1" and found["cancel_rc"] == "1"
     assert "it is FINISHED" in (live.env.root / "cancel.err").read_text()
     # drained: every row written so far was processed before the savepoint
-    written = read_json_dir(live.env.root / "in-a")
-    assert len(read_json_dir(live.env.root / "out-a" / "raw")) == len(written)
+    written = read_json_dir(live.env.root / "in-b")
+    assert len(read_json_dir(live.env.root / "out-b" / "raw")) == len(written)
 
 
 def test_cancel_with_savepoint_resume_and_detached_stop(live: Live) -> None:
     found = live.values(
         """
         mkdir -p cron2 && cd cron2
-        OUT=$(flinkish cancel -s ./sp $B); echo "rc=$?"
+        OUT=$(flinkish cancel -s ./sp $C); echo "rc=$?"
         echo "$OUT" | sed -n 1p | sed 's/^/deprecation=/'
-        SP=$(echo "$OUT" | sed -n "s/^Cancelled job $B. Savepoint stored in \\(.*\\)\\.$/\\1/p")
+        SP=$(echo "$OUT" | sed -n "s/^Cancelled job $C. Savepoint stored in \\(.*\\)\\.$/\\1/p")
         echo "sp=$SP"
-        echo "canceled=$(flinkish list -a | grep " : $B : " | grep -c CANCELED)"
-        C=$(flinkish run -d -s "$SP" $COUNTS_JOB --input ../in-b --output ../out-c \\
+        echo "canceled=$(flinkish list -a | grep " : $C : " | grep -c CANCELED)"
+        RESUMED=$(flinkish run -d -s "$SP" $COUNTS_JOB --input ../in-c --output ../out-resumed \\
             | awk '/JobID/{print $NF}')
-        echo "c=$C"
+        echo "resumed=$RESUMED"
         """
     )
     assert found["rc"] == "0"
     assert found["deprecation"].startswith("DEPRECATION WARNING: Cancelling a job with savepoint")
     assert Path(found["sp"]).parent == live.env.root / "cron2" / "sp"
-    resumed = found["c"]
+    resumed = found["resumed"]
     assert found["canceled"] == "1" and len(resumed) == 32
     _wait_until_active(live, resumed)
     stopped = live.values(

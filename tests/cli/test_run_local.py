@@ -170,7 +170,7 @@ def test_attached_sigterm_stops_the_job_gracefully(flinkish_env: FlinkishEnv) ->
 
 
 def test_killed_driver_does_not_stay_running(flinkish_env: FlinkishEnv) -> None:
-    flinkish_env.write_conf({"heartbeat.timeout": "6 s"})
+    flinkish_env.write_conf({"heartbeat.timeout": "15 s"})  # generous: a loaded machine stalls
     inputs = flinkish_env.root / "in"
     write_events(inputs, _rows(0, 10))
     result = flinkish_env.run(

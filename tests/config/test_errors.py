@@ -218,7 +218,9 @@ def test_network_min_above_max_names_both(conf_dir: MakeDir) -> None:
 
 
 def test_network_min_above_default_max_is_fine() -> None:
-    load_configuration(dynamic=["taskmanager.memory.network.min=2gb"])
+    config = load_configuration(dynamic=["taskmanager.memory.network.min=2gb"])
+    assert config.get("taskmanager.memory.network.min") == 2 * 1024**3
+    assert config.warnings == []
 
 
 def test_heartbeat_timeout_must_exceed_interval() -> None:

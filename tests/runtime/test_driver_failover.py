@@ -203,20 +203,24 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
         # 3. the driver dies while it takes a savepoint: the CLI gets a clear error, nothing
         #    half-written validates, the job restarts
         savepoint = job.env.popen("savepoint", job_id)
-        control = job.env.checkpoints / job_id / "_flinkish" / "control"
         deadline = time.monotonic() + 60
-        while not any(control.glob("*.request.json")) if control.exists() else True:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        while not any(job.env.savepoints.glob("savepoint-*")):  # the copy has begun
+            assert time.monotonic() < deadline, "the savepoint never started"
+            time.sleep(0.005)
         os.kill(_jvm_of(third["pid"]), signal.SIGKILL)
         out, err = savepoint.communicate(timeout=300)
-        assert savepoint.returncode == 1, f"{out}\n{err}"
-        assert "Traceback" not in err and err.strip(), err
         fourth = job.wait_running_again(job_id, 3, third["pid"])
         assert fourth["restarts"] == 3
-        for leftover in job.env.savepoints.glob("savepoint-*"):
-            info = job.env.run("savepoint", "info", "--no-rows", str(leftover))
-            assert info.returncode == 1, f"a half-written savepoint validates: {leftover}"
+        leftovers = list(job.env.savepoints.glob("savepoint-*"))
+        assert len(leftovers) == 1, leftovers  # a killed driver cleans nothing up
+        info = job.env.run("savepoint", "info", "--no-rows", str(leftovers[0]))
+        if savepoint.returncode == 0:  # the copy was done just before the kill
+            assert out.rstrip().endswith(f"Savepoint completed. Path: {leftovers[0]}"), out
+            assert info.returncode == 0, info.stderr
+        else:
+            assert savepoint.returncode == 1, f"{out}\n{err}"
+            assert "Traceback" not in err and err.strip(), err
+            assert info.returncode == 1, f"a half-written savepoint validates: {leftovers[0]}"
         job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
 
     # all input processed, then a clean stop; the output is exactly once
@@ -232,7 +236,7 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
 
 def test_a_hung_driver_is_killed_and_restarted(job: Job) -> None:
     """SIGSTOP freezes the driver: its heartbeat stops, the supervisor must not wait forever."""
-    job.env.write_conf({"heartbeat.timeout": "8 s"})
+    job.env.write_conf({"heartbeat.timeout": "15 s"})  # generous: a loaded machine stalls
     job.add_file()
     job_id = job.start()
     job.wait_for_commits(job_id)
@@ -347,7 +351,9 @@ def test_an_attached_cli_killed_leaves_the_job_running_unless_sae(job: Job) -> N
     job.wait_for_commits(job_id)
     cli.kill()
     cli.wait()
-    time.sleep(3)
+    committed = min(job.last_commit(job_id, query) for query in ("counts", "raw"))
+    job.add_file()  # the job goes on processing new input without its CLI
+    job.wait_for_commits(job_id, committed)
     assert job.env.job(job_id)["state"] == "RUNNING"  # like a detached Flink job
     job.env.run("cancel", job_id, check=True)
 

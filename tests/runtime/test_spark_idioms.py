@@ -22,7 +22,13 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of, read_json_dir, write_events
+from tests.fixtures.flinkish_env import (
+    TEST_JVM_OPTIONS,
+    FlinkishEnv,
+    job_id_of,
+    read_json_dir,
+    write_events,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -41,6 +47,7 @@ def spark_submit(script: str, *args: str, workdir: Path) -> subprocess.Completed
     env |= {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     command = [SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    command += ["--conf", f"spark.driver.extraJavaOptions={TEST_JVM_OPTIONS}"]  # as flinkish's
     result = subprocess.run(
         [*command, str(IDIOMS / script), str(workdir), *args],
         env=env,

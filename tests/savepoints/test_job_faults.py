@@ -75,11 +75,17 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
         cycle.wait_until_all_processed()
         target = f"{s3_bucket}/savepoints"
         proxy.delay, proxy.piece = 0.05, 4096  # slow enough to stop it in the middle
-        before = proxy.requests
+        bucket = s3_bucket.removeprefix("s3://")
+        direct = s3_server.client()  # the test's own view of S3, not through the proxy
 
         def stop_midway() -> None:
+            """Cut S3 off once the savepoint has written its first object: a half-written
+            savepoint is left behind, which nothing may take for a whole one."""
             deadline = time.monotonic() + 120
-            while proxy.requests < before + 3 and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                listed = direct.list_objects_v2(Bucket=bucket, Prefix="savepoints/")
+                if listed.get("KeyCount", 0):
+                    break
                 time.sleep(0.01)
             proxy.stop()
 
@@ -92,10 +98,10 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
         assert env.job(job)["state"] == "RUNNING"
         proxy.delay = 0.0
         proxy.start()
-        bucket = s3_bucket.removeprefix("s3://")
-        listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix="savepoints/")
+        listed = direct.list_objects_v2(Bucket=bucket, Prefix="savepoints/")
         partial = {o["Key"].split("/")[1] for o in listed.get("Contents", ())}
-        for name in partial:  # what the clean-up could not delete while S3 was gone
+        assert len(partial) == 1, partial  # the clean-up could not delete it while S3 was gone
+        for name in partial:
             _incomplete_refused(env, f"{target}/{name}")
         path = _savepoint_path(env.run("savepoint", job, target, check=True).stdout)
         env.run("cancel", job, check=True)

@@ -197,8 +197,8 @@ def test_s3_endpoint_gone_during_the_upload(
         ), message
         proxy.start()  # the endpoint is back; the server kept what was uploaded
         partial = _leftovers(target, target_dir)
-        assert len(partial) <= 1
-        for path in partial:  # the clean-up could not run while the endpoint was gone
+        assert len(partial) == 1, partial  # 3 uploads landed; the clean-up could not run
+        for path in partial:
             _refused_everywhere(target, path)
         path = counts_query.savepoint(checkpoint, target, target_dir)
         counts_query.resume_from(target, path, tmp_path)
@@ -262,7 +262,9 @@ def test_s3_stalled_during_the_upload_fails_clearly_and_a_retry_works(
             counts_query.savepoint(checkpoint, target, target_dir)
         assert "stopped answering" in _no_secret(caught.value, s3_server)
         proxy.unstall()
-        for path in _leftovers(target, target_dir):
+        leftovers = _leftovers(target, target_dir)
+        assert len(leftovers) == 1, leftovers  # 3 uploads landed before the stall
+        for path in leftovers:
             _refused_everywhere(target, path)
         path = counts_query.savepoint(checkpoint, target, target_dir)
         counts_query.resume_from(target, path, tmp_path)

@@ -11,7 +11,7 @@ import pytest
 
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage import LocalStorage, open_storage
-from tests.storage.conftest import Root
+from tests.storage.conftest import Root, count_calls
 
 
 def _tree(base: Path) -> Path:
@@ -144,4 +144,7 @@ def test_sync_tree_skips_links_and_nothing_happens_on_s3(tmp_path: Path, s3_root
     tree = _tree(tmp_path / "tree")
     (tree / "link").symlink_to(tmp_path / "nowhere")
     open_storage(str(tree)).sync_tree(str(tree))  # no error for a dangling link
+    assert (tree / "link").is_symlink() and not (tree / "link").exists()
+    calls = count_calls(s3_root.storage)
     s3_root.storage.sync_tree(s3_root.path("anything"))
+    assert calls == {}  # S3 has nothing to fsync: not one request is sent

@@ -83,7 +83,7 @@ def _command(deployment: Deployment, conf: dict[str, str] | None = None):
         py_files=["/run/job.zip", "/run/extra.zip"],
         archives=["/tmp/venv.tar.gz#venv"],
         spark_conf={"spark.hadoop.fs.s3a.secret.key": SECRET, **(conf or {})},
-        conf_dir="/run",
+        run_dir="/run",
     )
 
 
@@ -105,8 +105,38 @@ def test_local_command_keeps_every_setting_off_the_command_line() -> None:
     assert not any(SECRET in a for a in argv)
     assert command.properties["spark.hadoop.fs.s3a.secret.key"] == SECRET
     assert command.properties["spark.ui.showConsoleProgress"] == "false"
-    assert command.env == {"SPARK_CONF_DIR": "/run"}
     assert SECRET not in repr(command)
+
+
+def test_a_client_mode_driver_keeps_its_run_directory_off_the_class_path(
+    tmp_path, monkeypatch
+) -> None:
+    """A class-data sharing archive needs the same class path for every job, with no
+    non-empty directory on it: the job's run directory is named by options instead."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    command = _command(Deployment("local", "local[2]", "client"))
+    conf_dir = Path(command.env["SPARK_CONF_DIR"])
+    assert conf_dir == tmp_path / "flinkish" / "spark-conf"
+    assert conf_dir.is_dir() and not any(conf_dir.iterdir())
+    options = command.properties["spark.driver.defaultJavaOptions"].split()
+    assert "-Dlog4j.configurationFile=/run/log4j2.properties" in options
+    assert "-Xlog:all=warning:stderr:uptime,level,tags" in options  # never on stdout
+
+
+def test_the_users_default_java_options_follow_flinkishs(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    mine = {"spark.driver.defaultJavaOptions": "-Dmy.flag=1 -XX:+UseG1GC"}
+    command = _command(Deployment("local", "local[2]", "client"), mine)
+    options = command.properties["spark.driver.defaultJavaOptions"]
+    assert options.startswith("-Dlog4j.configurationFile=/run/log4j2.properties ")
+    assert options.endswith(" -Dmy.flag=1 -XX:+UseG1GC")
+
+
+def test_a_cluster_mode_submission_keeps_its_configuration_directory(monkeypatch) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", "/etc/hadoop")
+    command = _command(Deployment("yarn-application", "yarn", "cluster"))
+    assert command.env == {"SPARK_CONF_DIR": "/run"}
+    assert "spark.driver.defaultJavaOptions" not in command.properties
 
 
 def test_standalone_uses_client_mode_and_local_python() -> None:

@@ -14,7 +14,10 @@ def test_a_session_cluster_that_answers_passes() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        check_session_cluster(f"sc://127.0.0.1:{server.getsockname()[1]}")
+        check_session_cluster(f"sc://127.0.0.1:{server.getsockname()[1]}")  # no error
+        server.settimeout(10)
+        connection, _ = server.accept()  # the check really connected to this server
+        connection.close()
 
 
 def test_no_session_cluster_is_one_clear_error() -> None:

@@ -1,0 +1,235 @@
+"""Class-data sharing (CDS) for the fresh driver's JVM: one archive per Spark, Java and flinkish.
+
+A PySpark driver's JVM spends seconds loading and verifying Spark's classes. Java 17 can map
+them from a dynamic CDS archive instead (``-XX:SharedArchiveFile``), which the JVM accepts
+only when the driver's class path is the one the archive was made with, every directory on
+it is empty, and the jars are unchanged. So a client-mode driver:
+
+- runs with ``SPARK_CONF_DIR`` set to one fixed, empty directory (:func:`spark_conf_dir`),
+  never the job's run directory; the log configuration travels as
+  ``-Dlog4j.configurationFile`` and the settings as ``--properties-file``;
+- gets ``-XX:SharedArchiveFile=<archive>`` when an archive for this Spark, this Java and this
+  flinkish exists in ``$XDG_CACHE_HOME/flinkish/cds`` (else ``~/.cache/flinkish/cds``);
+- sends the JVM's own warnings to standard error, the job's log, where a refused archive
+  (stale, or made for another class path) is one line; the driver then starts without it.
+
+The archive is made by :func:`build`: one run of a small representative streaming workload
+(:mod:`flinkish_cli.runtime.entry.cds_workload`) under ``-XX:ArchiveClassesAtExit``, into a
+temporary name renamed into place, so concurrent first runs never leave a torn archive.
+``scripts/setup.sh`` builds it; a job that finds none starts a builder in the background at
+the lowest CPU priority (:func:`build_in_background`) and runs without it. Cluster deploy
+modes (the driver runs elsewhere) and session clusters (no driver JVM) use none.
+``env.java.class-data-sharing: false`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from flinkish_cli import __version__
+
+#: The first four bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, stored in
+#: the machine's byte order).
+_DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
+#: A builder that has not finished in this long is taken for dead and its lock ignored.
+BUILD_TIMEOUT = 600.0
+
+
+def cache_dir() -> Path:
+    """flinkish's cache directory: ``$XDG_CACHE_HOME/flinkish``, else ``~/.cache/flinkish``."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "flinkish"
+
+
+def spark_conf_dir() -> Path:
+    """The fixed, empty ``SPARK_CONF_DIR`` of every client-mode driver (on its class path)."""
+    path = cache_dir() / "spark-conf"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def java_binary() -> str | None:
+    """The ``java`` that ``spark-submit`` runs: ``$JAVA_HOME/bin/java``, else the PATH's."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.realpath(os.path.join(home, "bin", "java"))
+    import shutil
+
+    found = shutil.which("java")
+    return os.path.realpath(found) if found else None
+
+
+def archive_path(spark_home: Path) -> Path | None:
+    """Where the archive for this Spark, Java and flinkish lives (whether or not it exists);
+    None when no Java or no Spark is found."""
+    java = java_binary()
+    if java is None:
+        return None
+    digest = hashlib.sha256()
+    digest.update(f"flinkish {__version__}\n{java}\n".encode())
+    java_home = Path(java).parent.parent
+    with contextlib.suppress(OSError):
+        digest.update((java_home / "release").read_bytes())
+    with contextlib.suppress(OSError):
+        jvm = next((java_home / "lib" / "server").glob("libjvm.*")).stat()
+        digest.update(f"{jvm.st_size} {jvm.st_mtime_ns}\n".encode())
+    try:
+        jars = sorted(os.scandir(spark_home / "jars"), key=lambda entry: entry.name)
+    except OSError:
+        return None
+    for jar in jars:
+        stat = jar.stat()
+        digest.update(f"{jar.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    digest.update(str(spark_conf_dir()).encode())
+    return cache_dir() / "cds" / f"driver-{digest.hexdigest()[:16]}.jsa"
+
+
+def usable(archive: Path) -> bool:
+    """Whether ``archive`` is a whole dynamic archive (the JVM checks the rest itself)."""
+    try:
+        with open(archive, "rb") as handle:
+            return handle.read(4) == _DYNAMIC_MAGIC
+    except OSError:
+        return False
+
+
+def jvm_logging_options() -> list[str]:
+    """The JVM's own messages go to standard error (the job's log), never standard output
+    (the program's output, which scripts parse)."""
+    return ["-Xlog:disable", "-Xlog:all=warning:stderr:uptime,level,tags"]
+
+
+def driver_options(archive: Path) -> list[str]:
+    """The JVM options that map ``archive``; the JVM starts without it if it refuses it."""
+    return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+
+
+def make_missing(spark_home: Path, archive: Path) -> str:
+    """For a driver that started without ``archive``: start making it in the background
+    (a damaged one is removed first). Returns the line for the job's log."""
+    if archive.exists() and not usable(archive):
+        with contextlib.suppress(OSError):
+            archive.unlink()
+        said = f"Class-data sharing archive {archive} is damaged: removed"
+    else:
+        said = "No class-data sharing archive for this Spark and Java yet"
+    started = build_in_background(spark_home, archive)
+    making = "making one in the background" if started else "one is being made"
+    return f"{said}; the driver starts without it ({making})."
+
+
+def _lock_path(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".building")
+
+
+def build_in_background(spark_home: Path, archive: Path) -> bool:
+    """Start a builder for ``archive`` at the lowest CPU priority, unless one is running.
+    Never raises: a job never waits for, or fails because of, its archive."""
+    lock = _lock_path(archive)
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            if time.time() - lock.stat().st_mtime > BUILD_TIMEOUT:
+                lock.unlink()  # a builder that died
+        os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False  # another builder holds the lock, or the cache is not writable
+    try:
+        with open(archive.parent / "build.log", "ab") as out:
+            subprocess.Popen(
+                [sys.executable, "-m", __name__, "--lock", str(lock), str(spark_home)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                preexec_fn=lambda: os.nice(19),
+            )
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        return False
+
+
+def build(spark_home: Path, timeout: float = BUILD_TIMEOUT) -> tuple[Path | None, str]:
+    """Make the archive (unless it exists): one run of the CDS workload under
+    ``-XX:ArchiveClassesAtExit`` into a temporary name, then renamed into place. Returns the
+    archive (None when it could not be made) and a sentence saying what happened."""
+    archive = archive_path(spark_home)
+    if archive is None:
+        return None, f"no Java, or no Spark in {spark_home}: none made"
+    if usable(archive):
+        return archive, f"{archive} is up to date"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
+    workload = Path(__file__).resolve().parent.parent / "runtime" / "entry" / "cds_workload.py"
+    options = [f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:disable", "-Xlog:all=error:stderr"]
+    command = [
+        str(spark_home / "bin" / "spark-submit"),
+        "--master",
+        "local[1]",
+        "--conf",
+        f"spark.driver.defaultJavaOptions={' '.join(options)}",
+        "--conf",
+        "spark.ui.port=0",
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        f"spark.pyspark.driver.python={sys.executable}",
+        workload,
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["SPARK_CONF_DIR"] = str(spark_conf_dir())
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if result.returncode != 0 or not usable(partial):
+            tail = " ".join((result.stderr or "").strip().splitlines()[-3:])
+            return None, f"the workload exited with status {result.returncode}: {tail}"
+        os.replace(partial, archive)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"making it failed: {error}"
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+    return archive, f"made {archive} in {time.monotonic() - started:.0f} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flinkish_cli.submission.cds [--lock FILE] [SPARK_HOME]``: make the
+    archive (for pyspark's Spark by default), then remove ``FILE`` (a background builder's
+    lock, see :func:`build_in_background`).
+
+    Always exits 0: an archive that cannot be made only means drivers start without one.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    lock = None
+    if args[:1] == ["--lock"] and len(args) > 1:
+        lock, args = Path(args[1]), args[2:]
+    try:
+        if args:
+            spark_home = Path(args[0])
+        else:
+            from flinkish_cli.submission.spark_submit import pyspark_home
+
+            spark_home = pyspark_home()
+        _, said = build(spark_home)
+    finally:
+        if lock is not None:
+            with contextlib.suppress(OSError):
+                lock.unlink()
+    print(f"Class-data sharing archive for the driver: {said}.", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Class-data sharing for fresh drivers: made without any step by the user, mapped by every
+later driver, and a refused or damaged archive never stops a job.
+
+What the JVM really did is read from the kernel: a JVM that uses the archive has the file
+mapped (``/proc/<pid>/maps``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flinkish_cli.submission import cds
+from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
+
+COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
+
+
+def _jvm_of(env: FlinkishEnv, job_id: str) -> int:
+    """The driver's JVM: ``spark-submit``'s java process, the parent of the Python driver."""
+    stat = Path(f"/proc/{env.driver_pid(job_id)}/stat").read_text()
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def _mapped(pid: int) -> set[str]:
+    return {
+        line.split(maxsplit=5)[5]
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+        if len(line.split(maxsplit=5)) == 6
+    }
+
+
+def _start(env: FlinkishEnv, cache: Path, *extra: str) -> str:
+    inputs = env.root / "in"
+    if not inputs.exists():
+        write_events(inputs, [{"key": "k", "value": 1, "seq": 1}])
+    result = env.run(
+        "run",
+        "-d",
+        *extra,
+        COUNTS_JOB,
+        "--input",
+        str(inputs),
+        "--output",
+        str(env.root / f"out-{time.monotonic_ns()}"),
+        env={"XDG_CACHE_HOME": str(cache)},
+        check=True,
+    )
+    job_id = job_id_of(result.stdout)
+    env.wait_for_state(job_id, {"RUNNING"})
+    return job_id
+
+
+def _log(env: FlinkishEnv, job_id: str) -> str:
+    return (env.logs / f"flinkish-{job_id}.log").read_text(errors="replace")
+
+
+def _wait_for(predicate, what: str, timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.mark.spark
+def test_the_first_job_makes_the_archive_and_later_drivers_map_it(
+    flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"  # a user who never ran scripts/setup.sh's step
+
+    # 1. no archive yet: the job runs without one and says so once; one is made meanwhile
+    first = _start(flinkish_env, cache)
+    _wait_for(lambda: "class-data sharing archive" in _log(flinkish_env, first), "the log line")
+    said = [line for line in _log(flinkish_env, first).splitlines() if "class-data" in line]
+    assert len(said) == 1 and "making one in the background" in said[0], said
+    archives = lambda: list((cache / "flinkish" / "cds").glob("driver-*.jsa"))  # noqa: E731
+    _wait_for(lambda: len(archives()) == 1 and cds.usable(archives()[0]), "the archive")
+    archive = archives()[0]
+    assert not list(archive.parent.glob("*.tmp")), "a partial archive was left behind"
+    flinkish_env.run("cancel", first, check=True)
+
+    # 2. the next driver maps it
+    second = _start(flinkish_env, cache)
+    assert str(archive) in _mapped(_jvm_of(flinkish_env, second))
+    assert "class-data" not in _log(flinkish_env, second).lower()
+    flinkish_env.run("cancel", second, check=True)
+
+    # 3. turned off by its key: not mapped, not mentioned
+    third = _start(flinkish_env, cache, "-D", "env.java.class-data-sharing=false")
+    assert str(archive) not in _mapped(_jvm_of(flinkish_env, third))
+    flinkish_env.run("cancel", third, check=True)
+
+    # 4. an archive the JVM refuses (the class path changed under it): one line in the
+    #    job's log, nothing on the job's output, and the job runs
+    stray = cache / "flinkish" / "spark-conf" / "spark-defaults.conf"
+    stray.write_text("# a file on the class path makes the archive unusable\n")
+    try:
+        fourth = _start(flinkish_env, cache)
+        assert str(archive) not in _mapped(_jvm_of(flinkish_env, fourth))
+        refused = [line for line in _log(flinkish_env, fourth).splitlines() if "[cds" in line]
+        assert len(refused) == 1, refused
+        flinkish_env.run("cancel", fourth, check=True)
+    finally:
+        stray.unlink()
+
+
+def test_a_damaged_archive_is_removed_and_made_again(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    archive = tmp_path / "flinkish" / "cds" / "driver-x.jsa"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"half an archive")
+    lock = archive.with_name(archive.name + ".building")
+    said = cds.make_missing(tmp_path / "no-spark", archive)
+    assert "is damaged: removed" in said and "making one in the background" in said
+    assert not archive.exists()
+    _wait_for(lambda: not lock.exists(), "the builder to release its lock", timeout=60)
+
+
+def test_a_builder_already_running_is_not_started_twice(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    archive = tmp_path / "flinkish" / "cds" / "driver-x.jsa"
+    archive.parent.mkdir(parents=True)
+    lock = archive.with_name(archive.name + ".building")
+    lock.touch()
+    assert cds.build_in_background(tmp_path / "no-spark", archive) is False
+    assert lock.exists() and not archive.exists()
+
+
+def test_a_lock_left_by_a_dead_builder_is_taken_over(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    archive = tmp_path / "flinkish" / "cds" / "driver-x.jsa"
+    archive.parent.mkdir(parents=True)
+    lock = archive.with_name(archive.name + ".building")
+    lock.touch()
+    old = time.time() - cds.BUILD_TIMEOUT - 60
+    os.utime(lock, (old, old))
+    # the builder starts, finds no Spark there, says so in its log and releases the lock
+    assert cds.build_in_background(tmp_path / "no-spark", archive) is True
+    _wait_for(lambda: not lock.exists(), "the builder to release its lock", timeout=60)
+    assert "Class-data sharing archive" in (archive.parent / "build.log").read_text()
+    assert not archive.exists()
+
+
+def test_only_a_whole_dynamic_archive_is_used(tmp_path: Path) -> None:
+    torn = tmp_path / "torn.jsa"
+    torn.write_bytes(b"")
+    assert not cds.usable(torn)
+    torn.write_bytes(b"\x00\x01\x02\x03 rest")
+    assert not cds.usable(torn)
+    torn.write_bytes((0xF00BABA8).to_bytes(4, "little") + b" rest")
+    assert cds.usable(torn) is (sys.byteorder == "little")
+    assert not cds.usable(tmp_path / "missing.jsa")
+
+
+def test_the_cache_follows_xdg(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cds.cache_dir() == tmp_path / "flinkish"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/is/ignored")  # as the XDG spec says
+    assert cds.cache_dir() == Path.home() / ".cache" / "flinkish"
