@@ -12,4 +12,4 @@ workers=${FLINKISH_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
   exec .venv/bin/pytest "$@"
 fi
-exec .venv/bin/pytest -n "$workers" --dist loadfile "$@"
+exec .venv/bin/pytest -n "$workers" --dist loadfile --durations=15 "$@"

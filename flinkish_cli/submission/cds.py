@@ -39,6 +39,10 @@ from flinkish_cli import __version__
 _DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
 #: A builder that has not finished in this long is taken for dead and its lock ignored.
 BUILD_TIMEOUT = 600.0
+#: Archives of other installations (each about 190 MiB) are removed when a new one is made
+#: and they have not been used for this long, or are more than KEEP_ARCHIVES.
+UNUSED_FOR = 7 * 86400.0
+KEEP_ARCHIVES = 4
 
 
 def cache_dir() -> Path:
@@ -73,7 +77,7 @@ def archive_path(spark_home: Path) -> Path | None:
     if java is None:
         return None
     digest = hashlib.sha256()
-    digest.update(f"flinkish {__version__}\n{java}\n".encode())
+    digest.update(f"flinkish {__version__}\n{java}\n{spark_home}\n".encode())
     java_home = Path(java).parent.parent
     with contextlib.suppress(OSError):
         digest.update((java_home / "release").read_bytes())
@@ -107,8 +111,32 @@ def jvm_logging_options() -> list[str]:
 
 
 def driver_options(archive: Path) -> list[str]:
-    """The JVM options that map ``archive``; the JVM starts without it if it refuses it."""
+    """The JVM options that map ``archive``; the JVM starts without it if it refuses it.
+    The archive's modification time records its last use (see :func:`prune`)."""
+    with contextlib.suppress(OSError):
+        os.utime(archive)
     return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+
+
+def prune(keep: Path) -> list[Path]:
+    """Remove the archives of other installations that have not been used for
+    :data:`UNUSED_FOR`, and the least recently used beyond :data:`KEEP_ARCHIVES`; returns
+    what was removed. An archive in use stays mapped by its JVMs even when removed."""
+    try:
+        others = sorted(
+            (p for p in keep.parent.glob("driver-*.jsa") if p != keep),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+    except OSError:
+        return []
+    now, removed = time.time(), []
+    for rank, archive in enumerate(others, start=2):
+        with contextlib.suppress(OSError):
+            if rank > KEEP_ARCHIVES or now - archive.stat().st_mtime > UNUSED_FOR:
+                archive.unlink()
+                removed.append(archive)
+    return removed
 
 
 def make_missing(spark_home: Path, archive: Path) -> str:
@@ -196,6 +224,7 @@ def build(spark_home: Path, timeout: float = BUILD_TIMEOUT) -> tuple[Path | None
             tail = " ".join((result.stderr or "").strip().splitlines()[-3:])
             return None, f"the workload exited with status {result.returncode}: {tail}"
         os.replace(partial, archive)
+        prune(archive)
     except (OSError, subprocess.TimeoutExpired) as error:
         return None, f"making it failed: {error}"
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -16,9 +17,10 @@ from tests.fixtures.connect_server import (
     connect_env,
     run_client,
     running_connect_server,
+    start_connect_server,
     stop_connect_server,
 )
-from tests.fixtures.spark_cluster import START, STOP, free_ports
+from tests.fixtures.spark_cluster import START, STOP, on_free_ports
 from tests.scripts.test_cluster_scripts import in_group
 
 APP = Path(__file__).resolve().parent / "connect_app" / "order_counts.py"
@@ -133,13 +135,19 @@ def test_connect_server_fixture_serves_clients(
 @pytest.mark.cluster
 def test_session_cluster_over_standalone(tmp_path: Path) -> None:
     cluster_dir = tmp_path / "cluster"
-    ports = free_ports(4)
-    standalone = (
-        *("--standalone", "--master-port", str(ports[0]), "--master-webui-port", str(ports[1])),
-        *("--worker-port", "0", "--worker-webui-port", str(ports[2])),
-        *("--cores", "2", "--memory", "1g"),
-    )
-    with running_connect_server(cluster_dir, port=ports[3], extra_args=standalone) as server:
+
+    def start(ports: list[int]) -> tuple[ConnectServer, list[int]]:
+        standalone = (
+            *("--standalone", "--master-port", str(ports[0])),
+            *("--master-webui-port", str(ports[1])),
+            *("--worker-port", "0", "--worker-webui-port", str(ports[2])),
+            *("--cores", "2", "--memory", "1g"),
+        )
+        return start_connect_server(cluster_dir, port=ports[3], extra_args=standalone), ports
+
+    server, ports = on_free_ports(4, start)
+    with contextlib.ExitStack() as stack:
+        stack.callback(stop_connect_server, cluster_dir)
         assert server.output.strip().splitlines()[-1] == f"sc://127.0.0.1:{ports[3]}"
         assert "Spark master running" in server.output and "Spark worker running" in server.output
         pids = {

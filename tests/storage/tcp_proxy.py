@@ -6,8 +6,11 @@ server (the moto S3 server) to stop, slow or stall the connection, without mocki
         proxy.delay = 0.01          # every forwarded piece waits 10 ms (pieces of proxy.piece)
         proxy.stall()               # bytes stop flowing, connections stay open
         proxy.unstall()
-        proxy.stop()                # the endpoint is gone: connections reset, nothing listens
+        proxy.stop()                # the endpoint is gone: every connection is reset
         proxy.start()               # back on the same port, the server's data untouched
+
+The port stays bound from the first start to the end of the ``with`` block (a stopped proxy
+resets each connection at once), so no other process can take it in between.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._sockets: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
-        self._running = False
+        self._running = False  # forwarding; False: stopped, every connection is reset
+        self._acceptor: threading.Thread | None = None
 
     @property
     def endpoint(self) -> str:
@@ -43,6 +47,10 @@ class TcpProxy:
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> TcpProxy:
+        """Forward connections: the first time on a new port, then again on the same one."""
+        if self._listener is not None:
+            self._running = True
+            return self
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", self.port))
@@ -51,15 +59,12 @@ class TcpProxy:
         self.port = listener.getsockname()[1]
         self._listener = listener
         self._running = True
-        self._spawn(self._accept_loop, listener)
+        self._acceptor = self._spawn(self._accept_loop, listener)
         return self
 
     def stop(self) -> None:
-        """Stop listening and reset every open connection (a server that went away)."""
+        """Reset every open connection and each new one (a server that went away)."""
         self._running = False
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
         with self._lock:
             sockets, self._sockets = list(self._sockets), set()
         for sock in sockets:
@@ -68,8 +73,18 @@ class TcpProxy:
             with contextlib.suppress(OSError):
                 sock.close()
         for thread in self._threads:
-            thread.join(timeout=5)
+            if thread is not self._acceptor:
+                thread.join(timeout=5)
         self._threads = [t for t in self._threads if t.is_alive()]
+
+    def close(self) -> None:
+        """Stop, and give the port back."""
+        self.stop()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        if self._acceptor is not None:
+            self._acceptor.join(timeout=5)
 
     def stall(self) -> None:
         """Hold every byte from now on (connections stay open, nothing arrives)."""
@@ -83,22 +98,28 @@ class TcpProxy:
 
     def __exit__(self, *_: Any) -> None:
         self.unstall()
-        self.stop()
+        self.close()
 
     # -- forwarding --------------------------------------------------------------------------
-    def _spawn(self, target: Any, *args: Any) -> None:
+    def _spawn(self, target: Any, *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, daemon=True, name="tcp-proxy")
         self._threads.append(thread)
         thread.start()
+        return thread
 
     def _accept_loop(self, listener: socket.socket) -> None:
-        while self._running:
+        while True:
             try:
                 client, _ = listener.accept()
             except TimeoutError:
                 continue
             except OSError:
-                return
+                return  # closed
+            if not self._running:  # stopped: reset the connection at once
+                with contextlib.suppress(OSError):
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()
+                continue
             try:
                 server = socket.create_connection(self.upstream, timeout=5)
             except OSError:

@@ -161,3 +161,21 @@ def test_the_cache_follows_xdg(tmp_path: Path, monkeypatch) -> None:
     assert cds.cache_dir() == tmp_path / "flinkish"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/is/ignored")  # as the XDG spec says
     assert cds.cache_dir() == Path.home() / ".cache" / "flinkish"
+
+
+def test_archives_of_other_installations_are_pruned(tmp_path: Path) -> None:
+    now = time.time()
+    made = {}
+    for name, age_days in (("new", 0), ("recent", 1), ("a", 2), ("b", 3), ("c", 4), ("old", 30)):
+        made[name] = tmp_path / f"driver-{name}.jsa"
+        made[name].write_bytes(b"x")
+        os.utime(made[name], (now - age_days * 86400, now - age_days * 86400))
+    removed = cds.prune(made["new"])
+    # kept: the new one and the three most recently used; "c" is one too many, "old" unused
+    assert sorted(p.name for p in removed) == ["driver-c.jsa", "driver-old.jsa"]
+    assert sorted(p.name for p in tmp_path.glob("*.jsa")) == [
+        "driver-a.jsa",
+        "driver-b.jsa",
+        "driver-new.jsa",
+        "driver-recent.jsa",
+    ]
