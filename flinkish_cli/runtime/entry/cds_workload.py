@@ -33,7 +33,11 @@ class _Listener(StreamingQueryListener):
 def main() -> None:
     work = tempfile.mkdtemp(prefix="flinkish-cds-")
     try:
-        spark = SparkSession.builder.appName("flinkish-cds").getOrCreate()
+        spark = (
+            SparkSession.builder.appName("flinkish-cds")
+            .config("spark.sql.shuffle.partitions", "2")  # the classes, not 200 state stores
+            .getOrCreate()
+        )
         spark.streams.addListener(_Listener())
         source = os.path.join(work, "in")
         os.makedirs(source)
