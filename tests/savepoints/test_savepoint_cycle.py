@@ -93,6 +93,12 @@ def _digest(directory: Path) -> dict[str, str]:
     }
 
 
+def _resume_refused(env: FlinkishEnv, savepoint: str, *options: str):
+    """``run -d -s savepoint`` that must be refused before anything starts."""
+    args = ("run", "-d", "-s", savepoint, *options, COUNTS_JOB, "--input", "x", "--output", "y")
+    return env.run(*args, check=False)
+
+
 def _job_dirs(env: FlinkishEnv) -> set[str]:
     return {p.name for p in env.checkpoints.iterdir()} if env.checkpoints.exists() else set()
 
@@ -165,20 +171,7 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
 
     # a hashmap savepoint cannot be rescaled: said clearly, nothing started
     dirs = _job_dirs(env)
-    refused = env.run(
-        "run",
-        "-d",
-        "-s",
-        second,
-        "-p",
-        "4",
-        COUNTS_JOB,
-        "--input",
-        "x",
-        "--output",
-        "y",
-        check=False,
-    )
+    refused = _resume_refused(env, second, "-p", "4")
     assert "Rescaling needs state.backend.type: rocksdb" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert _job_dirs(env) == dirs
@@ -348,17 +341,6 @@ def test_driver_killed_during_a_savepoint_leaves_nothing_that_validates(
     else:
         assert "Traceback" not in err and err.startswith("ERROR: "), err
         assert "is not a complete savepoint" in check.stderr, check.stderr
-        refused = env.run(
-            "run",
-            "-d",
-            "-s",
-            str(directory),
-            COUNTS_JOB,
-            "--input",
-            "x",
-            "--output",
-            "y",
-            check=False,
-        )
+        refused = _resume_refused(env, str(directory))
         assert "is not a complete savepoint" in refused.stderr
     env.wait_for_state(job, {"FAILED"}, timeout=60)

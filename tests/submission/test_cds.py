@@ -120,22 +120,29 @@ def test_a_damaged_archive_is_removed_and_made_again(tmp_path: Path, monkeypatch
     _wait_for(lambda: not lock.exists(), "the builder to release its lock", timeout=60)
 
 
-def test_a_builder_already_running_is_not_started_twice(tmp_path: Path, monkeypatch) -> None:
+@pytest.fixture
+def held_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """An archive's path in a private cache, and its builder's lock, held."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     archive = tmp_path / "flinkish" / "cds" / "driver-x.jsa"
     archive.parent.mkdir(parents=True)
     lock = archive.with_name(archive.name + ".building")
     lock.touch()
+    return archive, lock
+
+
+def test_a_builder_already_running_is_not_started_twice(
+    held_lock: tuple[Path, Path], tmp_path: Path
+) -> None:
+    archive, lock = held_lock
     assert cds.build_in_background(tmp_path / "no-spark", archive) is False
     assert lock.exists() and not archive.exists()
 
 
-def test_a_lock_left_by_a_dead_builder_is_taken_over(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    archive = tmp_path / "flinkish" / "cds" / "driver-x.jsa"
-    archive.parent.mkdir(parents=True)
-    lock = archive.with_name(archive.name + ".building")
-    lock.touch()
+def test_a_lock_left_by_a_dead_builder_is_taken_over(
+    held_lock: tuple[Path, Path], tmp_path: Path
+) -> None:
+    archive, lock = held_lock
     old = time.time() - cds.BUILD_TIMEOUT - 60
     os.utime(lock, (old, old))
     # the builder starts, finds no Spark there, says so in its log and releases the lock
