@@ -52,10 +52,18 @@ def cache_dir() -> Path:
     return root / "flinkish"
 
 
-def spark_conf_dir() -> Path:
-    """The fixed, empty ``SPARK_CONF_DIR`` of every client-mode driver (on its class path)."""
+def spark_conf_dir(fallback: Path | None = None) -> Path:
+    """The fixed, empty ``SPARK_CONF_DIR`` of every client-mode driver (on its class path).
+    Where the cache cannot be written, an empty directory under ``fallback`` (the job runs,
+    without an archive); :class:`OSError` when there is none."""
     path = cache_dir() / "spark-conf"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        if fallback is None:
+            raise
+        path = fallback / "spark-conf"
+        path.mkdir(exist_ok=True)
     return path
 
 
@@ -91,7 +99,10 @@ def archive_path(spark_home: Path) -> Path | None:
     for jar in jars:
         stat = jar.stat()
         digest.update(f"{jar.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
-    digest.update(str(spark_conf_dir()).encode())
+    try:
+        digest.update(str(spark_conf_dir()).encode())
+    except OSError:  # no writable cache: no archive
+        return None
     return cache_dir() / "cds" / f"driver-{digest.hexdigest()[:16]}.jsa"
 
 

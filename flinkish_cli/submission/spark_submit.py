@@ -259,7 +259,7 @@ def build_command(
         properties[DRIVER_DEFAULT_JAVA_OPTIONS] = " ".join(
             [*options, *([default] if default else [])]
         )
-        env = {"SPARK_CONF_DIR": str(cds.spark_conf_dir())}
+        env = {"SPARK_CONF_DIR": str(cds.spark_conf_dir(fallback=Path(run_dir)))}
     else:
         env = {"SPARK_CONF_DIR": run_dir}
     return SubmitCommand(argv=argv, env=env, properties=properties, cds_missing=cds_missing)

@@ -87,6 +87,7 @@ def test_session_cluster_serves_a_streaming_job_and_stops(
     ) as server:
         lines = server.output.strip().splitlines()
         assert lines[-1] == f"sc://127.0.0.1:{server.port}"
+        assert "warm-up failed" not in server.errors, server.errors  # it returned warm
         assert (cluster_dir / "connect.url").read_text().strip() == server.url
         pid = server.pid
         assert pid is not None and pid in in_group(pid)

@@ -123,6 +123,27 @@ def test_a_client_mode_driver_keeps_its_run_directory_off_the_class_path(
     assert "-Xlog:all=warning:stderr:uptime,level,tags" in options  # never on stdout
 
 
+def test_a_cache_that_cannot_be_written_never_stops_a_job(tmp_path, monkeypatch) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")  # the cache's parent is a file: nothing can be made under it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    command = build_command(
+        Deployment("local", "local[2]", "client"),
+        name="orders",
+        properties_file=str(run_dir / "spark.properties"),
+        py_files=[],
+        archives=[],
+        spark_conf={},
+        run_dir=str(run_dir),
+    )
+    assert command.env["SPARK_CONF_DIR"] == str(run_dir / "spark-conf")  # empty, the job's own
+    from flinkish_cli.submission import cds, spark_submit
+
+    assert cds.archive_path(spark_submit.pyspark_home()) is None  # so: no archive, no build
+
+
 def test_the_users_default_java_options_follow_flinkishs(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     mine = {"spark.driver.defaultJavaOptions": "-Dmy.flag=1 -XX:+UseG1GC"}
