@@ -120,6 +120,6 @@ def test_flinks_figures_stand_next_to_the_session_clusters() -> None:
     assert alone.value == 6.55 and alone.reference_value == 6.5 and alone.goal is None
 
 
-def test_the_cds_experiment_is_skipped_unless_enabled(tmp_path: Path) -> None:
+def test_the_cds_section_is_skipped_unless_enabled(tmp_path: Path) -> None:
     section = cds.run(Workspace(tmp_path), cds.CdsParams(reps=1, enabled=False), 2)
     assert section.skipped and "BENCH_CDS=1" in section.skipped and not section.rows
