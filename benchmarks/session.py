@@ -13,8 +13,9 @@ measuring, side by side in one run and interleaved:
   checked against the true counts.
 
 start-cluster.sh warms the server before it returns; the first job after it is reported on
-its own (a user's first job), the later ones as steady figures. :class:`SessionFigures` carries the medians
-to section 8 (Apache Flink's own session cluster), which reports that comparison.
+its own (a user's first job), the later ones as steady figures. :class:`SessionFigures`
+carries the medians to section 8 (Apache Flink's own session cluster), which reports that
+comparison.
 """
 
 from __future__ import annotations
