@@ -37,8 +37,8 @@ from pathlib import Path
 
 import yaml
 
-from flinkish_cli.config import options as opts
-from flinkish_cli.config import yamlnodes as yn
+import flinkish_cli.config.options as opts
+import flinkish_cli.config.yamlnodes as yn
 from flinkish_cli.config.model import FLAG_NAMES, Configuration, Setting, Source, display_path
 from flinkish_cli.config.notices import WarningLog, shown_value
 from flinkish_cli.config.references import Resolver

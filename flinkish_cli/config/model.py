@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.config import options as opts
+import flinkish_cli.config.options as opts
 from flinkish_cli.config.notices import WarningLog, shown_value
 from flinkish_cli.config.secrets import REDACTED, is_secret
 from flinkish_cli.config.units import ValueProblem

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.config import mappings as m
+import flinkish_cli.config.mappings as m
 from flinkish_cli.config.secrets import is_secret
 from flinkish_cli.config.units import MAX_BYTES
 from flinkish_cli.config.valuetypes import (

@@ -28,6 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flinkish_cli.errors import FlinkishError, JobError
+from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.plan.rundir import PID_FILE
+from flinkish_cli.registry import protocol
 from flinkish_cli.registry.control import (
     POLL_SECONDS,
     ControlChannel,
@@ -39,11 +42,11 @@ from flinkish_cli.registry.status import JobState, JobStatus, Progress, QuerySta
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import faults, hooks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
-from flinkish_cli.runtime.failures import short_cause
 from flinkish_cli.runtime.flavour import CLASSIC, Flavour
 from flinkish_cli.runtime.identity import QueryIdentity
+from flinkish_cli.runtime.restart import EXIT_JVM_LOST, Decision, record_failure
 from flinkish_cli.runtime.restoring import JobRestorer
-from flinkish_cli.submission.plan import JobPlan
+from flinkish_cli.spark.failures import short_cause
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -51,10 +54,6 @@ log = logging.getLogger("flinkish.runtime")
 GRACEFUL_STOP_TIMEOUT = 120.0
 #: How long a cancelled job's script gets to return before the driver exits regardless.
 CANCEL_GRACE = 15.0
-#: How long ``flinkish checkpoint`` waits for the next committed batch of every query.
-CHECKPOINT_WAIT = 600.0
-#: The driver's exit status when Spark's JVM is gone: the supervisor restarts the driver.
-EXIT_JVM_LOST = 75
 
 
 class SparkLostError(Exception):
@@ -384,14 +383,21 @@ class JobRuntime:
             if request.request_id in self._inflight:
                 continue
             self._inflight.add(request.request_id)
-            if request.action in ("cancel", "stop") and not request.args.get("savepoint"):
-                self._answer(request)  # at once, even while a savepoint is being taken
+            try:
+                command = protocol.command_of(request)
+            except ValueError as error:
+                self.control.respond(
+                    ControlResponse(request.request_id, ok=False, error=str(error))
+                )
+                continue
+            if protocol.ends_at_once(command):
+                self._answer(request, command)  # at once, even while a savepoint is being taken
             else:
-                self._workers.submit(self._answer, request)
+                self._workers.submit(self._answer, request, command)
 
-    def _answer(self, request: ControlRequest) -> None:
+    def _answer(self, request: ControlRequest, command: protocol.Command) -> None:
         try:
-            response = self._carry_out(request)
+            response = self._carry_out(request.request_id, command)
         except FlinkishError as error:
             response = ControlResponse(request.request_id, ok=False, error=str(error))
         except Exception as error:
@@ -401,36 +407,34 @@ class JobRuntime:
             )
         self.control.respond(response)
 
-    def _carry_out(self, request: ControlRequest) -> ControlResponse:
-        action, args = request.action, request.args
-        if action == "cancel":
+    def _carry_out(self, request_id: str, command: protocol.Command) -> ControlResponse:
+        if isinstance(command, protocol.Cancel):
             accepted = self.request_end(JobState.CANCELED, "Canceled by user.", graceful=False)
-        elif action == "stop" and not args.get("savepoint"):
-            reason = args.get("reason") or "Stopped by user."
-            accepted = self.request_end(JobState.CANCELED, reason, graceful=True)
-        elif action == "stop":
-            end_state = JobState(str(args.get("end_state") or "FINISHED").upper())
-            if end_state not in (JobState.FINISHED, JobState.CANCELED):
-                end_state = JobState.FINISHED
-            path = self.stop_with_savepoint(str(args["target"]), bool(args.get("drain")), end_state)
-            return ControlResponse(request.request_id, ok=True, result={"path": path})
-        elif action == "savepoint":
+        elif isinstance(command, protocol.Stop):
+            accepted = self.request_end(JobState.CANCELED, command.reason, graceful=True)
+        elif isinstance(command, protocol.StopWithSavepoint):
+            end_state = JobState(command.end_state)
+            path = self.stop_with_savepoint(command.target, command.drain, end_state)
+            return ControlResponse(
+                request_id, ok=True, result=protocol.SavepointDone(path).to_result()
+            )
+        elif isinstance(command, protocol.TriggerSavepoint):
             self._require_live("take a savepoint of")
-            path = self.take_savepoint(str(args["target"]))
-            return ControlResponse(request.request_id, ok=True, result={"path": path})
-        elif action == "checkpoint":
-            batches = self.wait_for_checkpoint(float(args.get("timeout") or CHECKPOINT_WAIT))
-            result = {"path": self.plan.job_dir, "batches": batches}
-            return ControlResponse(request.request_id, ok=True, result=result)
+            path = self.take_savepoint(command.target)
+            return ControlResponse(
+                request_id, ok=True, result=protocol.SavepointDone(path).to_result()
+            )
         else:
-            return ControlResponse(request.request_id, ok=False, error=f"Unknown '{action}'.")
+            batches = self.wait_for_checkpoint(command.timeout)
+            done = protocol.CheckpointDone(self.plan.job_dir, batches)
+            return ControlResponse(request_id, ok=True, result=done.to_result())
         if not accepted:
             return ControlResponse(
-                request.request_id,
+                request_id,
                 ok=False,
                 error=f"Job {self.plan.job_id} is already ending ({self.status.state.value}).",
             )
-        return ControlResponse(request.request_id, ok=True)
+        return ControlResponse(request_id, ok=True)
 
     def _require_live(self, what: str) -> None:
         if self._ending is not None or self.status.state is not JobState.RUNNING:
@@ -659,16 +663,20 @@ class JobRuntime:
         """A cancel or stop has been asked for."""
         return self._ending is not None
 
-    def restart_after(self, error: BaseException, delay: float, program: str | None) -> bool:
-        """Record RESTARTING, clear what the failed attempt left, wait ``delay``; False if
-        the job was cancelled meanwhile."""
+    def record_failure(self, config: Any, error: BaseException, program: str | None) -> Decision:
+        """Record the failed attempt and decide (:func:`~.restart.record_failure`); a restart
+        is written to the registry at once."""
         cause = short_cause(error, program)
-        log.warning("Job failed: %s. Restarting in %.1f s.", cause, delay)
         with self._lock:
-            self.status.state = JobState.RESTARTING
-            self.status.restarts += 1
-            self.status.failure_cause = cause
-        self.flush()
+            decision = record_failure(config, self.status, cause, time.time())
+        if decision.restart:
+            log.warning("Job failed: %s. Restarting in %.1f s.", cause, decision.delay)
+            self.flush()
+        return decision
+
+    def restart_after(self, delay: float) -> bool:
+        """Clear what the failed attempt left, wait ``delay``; False if the job was
+        cancelled meanwhile."""
         self.clear_attempt()
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline:
@@ -752,7 +760,7 @@ def _supervisor_pid(plan: JobPlan) -> int | None:
     if not plan.run_dir:
         return None
     try:
-        with open(os.path.join(plan.run_dir, "supervisor.pid"), encoding="utf-8") as handle:
+        with open(os.path.join(plan.run_dir, PID_FILE), encoding="utf-8") as handle:
             return int(handle.read().strip())
     except (OSError, ValueError):
         return None

@@ -8,7 +8,7 @@ import sys
 import zipfile
 
 from flinkish_cli.errors import JobError
-from flinkish_cli.submission.plan import Entry
+from flinkish_cli.plan.job import Entry
 
 
 def run_program(entry: Entry) -> None:

@@ -17,18 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from flinkish_cli.errors import ConfigError, JobError, UsageError
+from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
+from flinkish_cli.plan.rundir import PROPERTIES_FILE
 from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
-from flinkish_cli.submission import cds, launcher, packaging
-from flinkish_cli.submission.plan import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
+from flinkish_cli.spark import cds
+from flinkish_cli.spark.install import check_java, pyspark_home
+from flinkish_cli.submission import launcher, packaging
 from flinkish_cli.submission.spark_submit import (
     YARN_APPLICATION,
     Deployment,
     SubmitCommand,
     build_command,
     build_session_command,
-    pyspark_home,
     resolve_deployment,
     yarn_restarts,
 )
@@ -92,17 +94,6 @@ class PreparedJob:
     def discard(self) -> None:
         """Remove what preparing wrote (nothing else was touched)."""
         shutil.rmtree(self.run_dir, ignore_errors=True)
-
-
-def check_java() -> None:
-    """Spark needs Java 17 or newer."""
-    java_home = os.environ.get("JAVA_HOME")
-    if shutil.which("java") or (java_home and Path(java_home, "bin", "java").exists()):
-        return
-    raise JobError(
-        "Java was not found: Spark needs Java 17 or newer.",
-        "Install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME.",
-    )
 
 
 def check_program(request: RunRequest) -> Path | None:
@@ -260,7 +251,7 @@ def _plan(
         command = build_command(
             deployment,
             name=name,
-            properties_file=str(run_dir / "spark.properties"),
+            properties_file=str(run_dir / PROPERTIES_FILE),
             py_files=py_files,
             archives=archives,
             spark_conf=spark_conf,
@@ -343,8 +334,6 @@ def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
     if not checkpoint_root.startswith(("s3://", "s3a://")):
         return
-    from flinkish_cli.submission.spark_submit import pyspark_home
-
     bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
     configured = " ".join(spark_conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
     if bundled or "hadoop-aws" in configured:

@@ -215,8 +215,8 @@ def _run(
     verbose: bool,
     output: str,
 ) -> None:
+    from flinkish_cli.client.jobs import resolve_local
     from flinkish_cli.errors import UsageError
-    from flinkish_cli.savepoints.service import resolve_local
     from flinkish_cli.submission.submit import RunRequest
 
     if java_class is not None:
@@ -273,9 +273,9 @@ def _run(
     config = load_config(conf_dir, dynamic, flags)
     if application:
         _require_application_target(config)
-    from flinkish_cli.submission.run import submit_and_follow
+    from flinkish_cli.client.jobs import JobClient
 
-    submit_and_follow(request, config, presenter=RunPresenter(output))
+    JobClient(config).submit(request, RunPresenter(output))
 
 
 def _require_application_target(config: Any) -> None:
