@@ -940,6 +940,29 @@ def option(key: str) -> Option:
     return _BY_NAME[key][0]
 
 
+def spellings(key: str) -> tuple[str, ...]:
+    """Every name ``key``'s option is accepted under: the key, its synonyms, its aliases."""
+    found = option(key)
+    return (found.key, *found.synonyms, *found.aliases)
+
+
+#: The key each of ``run``'s configuration flags sets (Flink's CliFrontend options), as
+#: messages name it ("flag -p").
+FLAGS: dict[str, str] = {
+    "-p": "parallelism.default",
+    "-t": "execution.target",
+    "-d": "execution.attached",
+    "-pyfs": "python.files",
+    "-pyarch": "python.archives",
+    "-pyexec": "python.executable",
+    "-pyclientexec": "python.client.executable",
+    "-pyreq": "python.requirements",
+    "-pypath": "python.pythonpath",
+}
+#: The flag that sets a key.
+FLAG_OF: dict[str, str] = {key: flag for flag, key in FLAGS.items()}
+
+
 def _s3a(key: str, value: str) -> dict[str, str]:
     return {"spark.hadoop.fs.s3a." + key.split(".", 1)[1]: value}
 

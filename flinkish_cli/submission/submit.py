@@ -48,6 +48,7 @@ class RunRequest:
     py_executable: str | None = None
     py_client_executable: str | None = None
     py_requirements: str | None = None
+    py_python_path: str | None = None
     parallelism: int | None = None
     detached: bool = False
     target: str | None = None
@@ -58,25 +59,22 @@ class RunRequest:
     shutdown_on_attached_exit: bool = False  # -sae
 
     def config_flags(self) -> dict[str, str]:
-        """The configuration keys that this request's flags set (they win over -D)."""
-        flags: dict[str, str] = {}
-        if self.parallelism is not None:
-            flags["parallelism.default"] = str(self.parallelism)
-        if self.target is not None:
-            flags["execution.target"] = self.target
-        if self.py_executable:
-            flags["python.executable"] = self.py_executable
-        if self.py_client_executable:
-            flags["python.client.executable"] = self.py_client_executable
-        if self.py_requirements:
-            flags["python.requirements"] = self.py_requirements
-        if self.py_files:
-            flags["python.files"] = ",".join(self.py_files)
-        if self.py_archives:
-            flags["python.archives"] = ",".join(self.py_archives)
-        if self.detached:
-            flags["execution.attached"] = "false"
-        return flags
+        """The configuration keys that this request's flags set (they win over -D); which
+        flag sets which key is the option table's (:data:`~flinkish_cli.config.options.FLAGS`)."""
+        from flinkish_cli.config.options import FLAGS
+
+        given = {
+            "-p": None if self.parallelism is None else str(self.parallelism),
+            "-t": self.target,
+            "-d": "false" if self.detached else None,
+            "-pyfs": ",".join(self.py_files),
+            "-pyarch": ",".join(self.py_archives),
+            "-pyexec": self.py_executable,
+            "-pyclientexec": self.py_client_executable,
+            "-pyreq": self.py_requirements,
+            "-pypath": self.py_python_path,
+        }
+        return {FLAGS[flag]: value for flag, value in given.items() if value}
 
 
 @dataclass

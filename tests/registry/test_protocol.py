@@ -100,4 +100,3 @@ def test_answers_carry_their_result_and_refuse_a_damaged_one() -> None:
         CheckpointDone.from_result({"batches": {"counts": "4"}})
     with pytest.raises(ValueError, match="no committed batches"):
         CheckpointDone.from_result({"batches": {"counts": True}})
-

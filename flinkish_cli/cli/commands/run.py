@@ -258,6 +258,7 @@ def _run(
         py_executable=py_executable,
         py_client_executable=py_client_executable,
         py_requirements=py_requirements,
+        py_python_path=py_python_path,
         parallelism=parallelism,
         detached=detached,
         target=general.execution_target,
@@ -267,10 +268,7 @@ def _run(
         claim_mode=(claim_mode or restore_mode or "no_claim").lower(),
         shutdown_on_attached_exit=shutdown_on_exit,
     )
-    flags = request.config_flags()
-    if py_python_path:
-        flags["python.pythonpath"] = py_python_path
-    config = load_config(conf_dir, dynamic, flags)
+    config = load_config(conf_dir, dynamic, request.config_flags())
     if application:
         _require_application_target(config)
     from flinkish_cli.client.jobs import JobClient
