@@ -37,4 +37,4 @@ if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip
 fi
 # Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
 # each start; made once per Spark, Java and flinkish version; never fails the set-up).
-.venv/bin/python -m flinkish_cli.submission.cds || true
+.venv/bin/python -m flinkish_cli.spark.cds || true

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything and run the whole test suite (what CI runs): lint, then pytest.
+# Install everything and run the whole test suite (what CI runs): lint, the import layers
+# (pyproject.toml's [tool.importlinter] contracts), then pytest.
 # FLINKISH_SOAK_ROUNDS sets the rounds of the kill tests (CI keeps the short default).
 # FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 2: one per core here; a test
 # module always runs whole on one worker, so its module fixtures start once; 0 runs serially).
@@ -8,6 +9,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test
 .venv/bin/ruff check flinkish_cli tests jobs scripts benchmarks
 .venv/bin/ruff format --check flinkish_cli tests jobs scripts benchmarks
+.venv/bin/lint-imports --no-logo --no-cache
 workers=${FLINKISH_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
   exec .venv/bin/pytest "$@"

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import yaml
 
-from flinkish_cli.config import options as opts
-from flinkish_cli.config import yamlnodes as yn
-from flinkish_cli.config.model import FLAG_NAMES, Configuration, Setting, Source, display_path
+import flinkish_cli.config.options as opts
+import flinkish_cli.config.yamlnodes as yn
+from flinkish_cli.config.model import Configuration, Setting, Source, display_path
 from flinkish_cli.config.notices import WarningLog, shown_value
 from flinkish_cli.config.references import Resolver
 from flinkish_cli.config.secrets import REDACTED, is_secret
@@ -370,7 +370,7 @@ def dynamic_settings(dynamic: Sequence[str]) -> list[Setting]:
 def flag_settings(flags: Mapping[str, str] | None) -> list[Setting]:
     """Command-flag values (Flink key -> value) as settings."""
     return [
-        Setting(key, str(value), Source("flag", flag=FLAG_NAMES.get(key)))
+        Setting(key, str(value), Source("flag", flag=opts.FLAG_OF.get(key)))
         for key, value in (flags or {}).items()
     ]
 

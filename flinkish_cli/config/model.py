@@ -28,29 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.config import options as opts
+import flinkish_cli.config.options as opts
 from flinkish_cli.config.notices import WarningLog, shown_value
 from flinkish_cli.config.secrets import REDACTED, is_secret
 from flinkish_cli.config.units import ValueProblem
 from flinkish_cli.config.valuetypes import Enum, List, Raw, nested_item, raw_text
 from flinkish_cli.errors import ConfigError
 
-__all__ = ["FLAG_NAMES", "SOURCE_KINDS", "ConfigEntry", "Configuration", "Setting", "Source"]
+__all__ = ["SOURCE_KINDS", "ConfigEntry", "Configuration", "Setting", "Source"]
 
 SOURCE_KINDS = ("default", "file", "dynamic", "flag")
 _LAYER = {"file": 0, "dynamic": 1, "flag": 2}
-
-#: The command-line flag that sets a key, for messages ("flag -p").
-FLAG_NAMES: dict[str, str] = {
-    "parallelism.default": "-p",
-    "execution.target": "-t",
-    "execution.attached": "-d",
-    "python.files": "-pyfs",
-    "python.archives": "-pyarch",
-    "python.executable": "-pyexec",
-    "python.client.executable": "-pyclientexec",
-    "python.requirements": "-pyreq",
-}
 
 
 def _fix_hint(source: Source, key: str) -> str:
@@ -586,7 +574,7 @@ class Configuration:
     def with_overrides(self, flags: Mapping[str, str]) -> Configuration:
         """A new configuration with ``flags`` (Flink key -> value) on top of everything."""
         extra = [
-            Setting(k, str(v), Source("flag", flag=FLAG_NAMES.get(k))) for k, v in flags.items()
+            Setting(k, str(v), Source("flag", flag=opts.FLAG_OF.get(k))) for k, v in flags.items()
         ]
         return Configuration(
             self._settings + tuple(extra),

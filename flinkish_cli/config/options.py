@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.config import mappings as m
+import flinkish_cli.config.mappings as m
 from flinkish_cli.config.secrets import is_secret
 from flinkish_cli.config.units import MAX_BYTES
 from flinkish_cli.config.valuetypes import (
@@ -938,6 +938,29 @@ for _option in OPTIONS:
 def option(key: str) -> Option:
     """The option registered as ``key`` (or one of its aliases); KeyError if none is."""
     return _BY_NAME[key][0]
+
+
+def spellings(key: str) -> tuple[str, ...]:
+    """Every name ``key``'s option is accepted under: the key, its synonyms, its aliases."""
+    found = option(key)
+    return (found.key, *found.synonyms, *found.aliases)
+
+
+#: The key each of ``run``'s configuration flags sets (Flink's CliFrontend options), as
+#: messages name it ("flag -p").
+FLAGS: dict[str, str] = {
+    "-p": "parallelism.default",
+    "-t": "execution.target",
+    "-d": "execution.attached",
+    "-pyfs": "python.files",
+    "-pyarch": "python.archives",
+    "-pyexec": "python.executable",
+    "-pyclientexec": "python.client.executable",
+    "-pyreq": "python.requirements",
+    "-pypath": "python.pythonpath",
+}
+#: The flag that sets a key.
+FLAG_OF: dict[str, str] = {key: flag for flag, key in FLAGS.items()}
 
 
 def _s3a(key: str, value: str) -> dict[str, str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from flinkish_cli.config import mappings
-from flinkish_cli.config import options as opts
+import flinkish_cli.config.mappings as mappings
+import flinkish_cli.config.options as opts
 from flinkish_cli.config.units import DURATION_UNITS, MEMORY_UNITS
 
 __all__ = ["main", "render"]

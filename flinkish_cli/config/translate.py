@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from flinkish_cli.config import mappings
-from flinkish_cli.config import options as opts
+import flinkish_cli.config.mappings as mappings
+import flinkish_cli.config.options as opts
 from flinkish_cli.config.model import Configuration
 from flinkish_cli.config.secrets import REDACTED, is_secret, spark_redaction_regex
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from flinkish_cli.config import units
+import flinkish_cli.config.units as units
 from flinkish_cli.config.units import ValueProblem
 
 Raw = str | Sequence[str]

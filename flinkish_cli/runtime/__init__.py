@@ -1,5 +1,7 @@
-"""Code that runs inside a job's Spark driver, around the user's unmodified PySpark script.
+"""Code that runs in a job's own processes: its supervisor, and its Spark driver around the
+user's unmodified PySpark script.
 
+- :mod:`.supervisor`        the job's first process: starts the driver, restarts a dead one.
 - :mod:`.driver`            the entry point ``spark-submit`` runs: plan in, attempts, end.
 - :mod:`.job`               the job's life: status and heartbeat, control requests, savepoints,
                             graceful stop, final state.
@@ -11,6 +13,6 @@
 - :mod:`.restart`           Flink's restart strategies.
 - :mod:`.checkpoint_rules`  checkpoint timeout, tolerable failures, min-pause, retention.
 - :mod:`.restoring`         restoring queries from a savepoint or retained checkpoint.
-- :mod:`.failures`          a failure cause in a few lines.
-- :mod:`.planner`, :mod:`.local_spark`  ``flinkish info``'s dry run in a quiet local session.
+- :mod:`.flavour`, :mod:`.session`  classic Spark or a Spark Connect session cluster.
+- :mod:`.planner`           ``flinkish info``'s dry run in a quiet local session.
 """

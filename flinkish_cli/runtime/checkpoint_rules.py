@@ -11,13 +11,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flinkish_cli.registry.status import JobState, Progress
+from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.registry.status import JobState, JobStatus, Progress
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -110,3 +112,24 @@ class BatchWatcher:
                 f"{self.rules.tolerable_failures}); query '{name}': {why}, more than "
                 f"execution.checkpointing.timeout."
             )
+
+
+def delete_owned_checkpoints(
+    storage: Any, plan: JobPlan, status: JobStatus, rules: CheckpointRules, state: JobState
+) -> None:
+    """execution.checkpointing.externalized-checkpoint-retention: delete the queries'
+    checkpoints flinkish owns (the job's status stays, for ``list -a``); a checkpoint
+    location the script chose is the script's, and stays."""
+    from flinkish_cli.storage import join
+
+    for name, entry in list(status.queries.items()):
+        if entry.checkpoint != join(plan.job_dir, name):
+            continue
+        with contextlib.suppress(Exception):
+            storage.delete_tree(entry.checkpoint)
+    log.info(
+        "Deleted the checkpoints of job %s (%s, retention %s).",
+        plan.job_id,
+        state.value,
+        rules.retention,
+    )

@@ -11,7 +11,7 @@ so settings from its ``SparkSession.builder.config(...)`` win over flinkish's tr
 program starts its first query.
 
 Exit status: 0 when the job FINISHED or was CANCELED, 1 when it FAILED, and
-:data:`~flinkish_cli.runtime.job.EXIT_JVM_LOST` when Spark's JVM died under it: the job's
+:data:`~flinkish_cli.runtime.restart.EXIT_JVM_LOST` when Spark's JVM died under it: the job's
 supervisor then restarts the driver under the job's restart strategy.
 """
 
@@ -21,10 +21,10 @@ import contextlib
 import logging
 import os
 import sys
-import time
 
+from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan
+from flinkish_cli.plan.rundir import PROPERTIES_FILE
 from flinkish_cli.registry.status import JobState
-from flinkish_cli.submission.plan import PLAN_CONF_KEY, JobPlan
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -57,8 +57,8 @@ def main_connect(argv: list[str] | None = None) -> None:
     """Entry point of a job's client in a session cluster (Spark Connect)."""
     from pathlib import Path
 
-    from flinkish_cli.submission.spark_submit import SESSION_ARCHIVES, SESSION_PY_FILES
-    from flinkish_cli.submission.supervisor import PROPERTIES_FILE, parse_properties
+    from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES, job_root
+    from flinkish_cli.plan.rundir import parse_properties
 
     args = sys.argv[1:] if argv is None else argv
     if args[0] == "--stop-orphans":  # the supervisor, after a client died: url, session id
@@ -77,12 +77,8 @@ def main_connect(argv: list[str] | None = None) -> None:
     sys.path[1:1] = py_files  # as spark-submit's --py-files puts them on a driver's path
     from flinkish_cli.runtime.session import open_session
 
-    job_root = None
-    if plan.entry.kind == "file":
-        from flinkish_cli.submission.packaging import job_root as root_of
-
-        job_root = str(root_of(Path(plan.entry.target)))
-    spark = open_session(plan.master, values, py_files, archives, job_root)
+    root = str(job_root(Path(plan.entry.target))) if plan.entry.kind == "file" else None
+    spark = open_session(plan.master, values, py_files, archives, root)
     secrets = {key: values.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
     sys.exit(run_job(plan, secrets, "connect", connect_session=spark.session_id))
 
@@ -112,7 +108,7 @@ def forget_properties_file(plan: JobPlan) -> None:
     """The JVM has read the private properties file (secrets included): delete it now."""
     if plan.run_dir:
         with contextlib.suppress(OSError):
-            os.remove(os.path.join(plan.run_dir, "spark.properties"))
+            os.remove(os.path.join(plan.run_dir, PROPERTIES_FILE))
 
 
 def storage_flat_conf(plan: JobPlan, secrets: dict[str, str | None]) -> dict[str, str]:
@@ -135,8 +131,8 @@ def run_job(
     from flinkish_cli.runtime import flavour as flavours
     from flinkish_cli.runtime import hooks
     from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
-    from flinkish_cli.runtime.job import EXIT_JVM_LOST, JobRuntime, SparkLostError
-    from flinkish_cli.runtime.restart import replay
+    from flinkish_cli.runtime.job import JobRuntime, SparkLostError
+    from flinkish_cli.runtime.restart import EXIT_JVM_LOST, FAILED_BEFORE_RUNNING
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
@@ -160,14 +156,13 @@ def run_job(
             if error is None or runtime.ending or isinstance(error, FlinkishError):
                 break  # done, cancelled, or a failure a restart would repeat
             if not runtime.has_run:
-                note = "not restarted: the program failed before its job ran"
+                note = f"not restarted: {FAILED_BEFORE_RUNNING}"
                 break  # as Flink never restarts a main() that fails before execute()
-            decision = replay(config, runtime.status.failure_times, time.time())
-            runtime.status.failure_times.append(time.time())
+            decision = runtime.record_failure(config, error, program)
             if not decision.restart:
-                note = f"not restarted: {decision.reason}"
+                note = decision.note
                 break
-            if not runtime.restart_after(error, decision.delay, program):
+            if not runtime.restart_after(decision.delay):
                 break
     except BaseException as raised:
         error = raised

@@ -31,6 +31,13 @@ class Flavour:
     session: type  # SparkSession
     context: type | None = None  # SparkContext (classic only)
 
+    @property
+    def driver_owns_jvm(self) -> bool:
+        """Whether Spark's JVM lives and dies with this driver (classic: spark-submit's JVM
+        started it), so that its loss means the driver must start again; a session
+        cluster's server outlives its clients."""
+        return self.name == CLASSIC
+
     # -- the writer ----------------------------------------------------------------------
     def session_of(self, writer: Any) -> Any:
         """The SparkSession a DataStreamWriter belongs to."""

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-if TYPE_CHECKING:
-    from flinkish_cli.runtime.job import JobRuntime
+
+class QueryEvents(Protocol):
+    """What receives the events (the job's runtime)."""
+
+    def on_started(self, name: str | None, query_id: str, run_id: str) -> None: ...
+
+    def on_progress(self, progress: dict[str, Any]) -> None: ...
+
+    def on_terminated(self, query_id: str, exception: str | None) -> None: ...
 
 
 class StatusListener(StreamingQueryListener):
-    """Forwards query progress and termination to the :class:`JobRuntime`."""
+    """Forwards query progress and termination to the job's runtime."""
 
-    def __init__(self, runtime: JobRuntime) -> None:
+    def __init__(self, runtime: QueryEvents) -> None:
         self.runtime = runtime
 
     def onQueryStarted(self, event: Any) -> None:

@@ -12,9 +12,9 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from flinkish_cli.plan.job import Entry
 from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.identity import is_generated
-from flinkish_cli.submission.plan import Entry
 
 
 @dataclass
@@ -52,13 +52,15 @@ class _Planner:
 def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[QueryPlan]:
     """Run ``entry`` in dry-run mode and explain every query it would start."""
     from flinkish_cli.errors import FlinkishError, JobError
-    from flinkish_cli.runtime.failures import short_cause
-    from flinkish_cli.runtime.local_spark import local_session
+    from flinkish_cli.runtime.flavour import classic
     from flinkish_cli.runtime.program import run_program
+    from flinkish_cli.spark.failures import short_cause
+    from flinkish_cli.spark.local import local_session
 
-    with local_session(master, spark_conf):
-        from flinkish_cli.runtime.flavour import classic
+    def stop(spark: Any) -> None:  # the script's stop() is patched to keep the session
+        hooks.stop_session(classic(), spark)
 
+    with local_session(master, spark_conf, stop):
         controller = hooks.QueryController(_Planner(), classic())
         hooks.install(controller)
         try:

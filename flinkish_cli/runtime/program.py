@@ -1,4 +1,5 @@
-"""Running the user's main program (a script or a module) as ``__main__``, as Python would."""
+"""Running the user's main program (a script or a module) as ``__main__``, as Python would,
+and forgetting the modules it imported before a restarted attempt runs it again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import zipfile
 
 from flinkish_cli.errors import JobError
-from flinkish_cli.submission.plan import Entry
+from flinkish_cli.plan.job import Entry
 
 
 def run_program(entry: Entry) -> None:
@@ -37,3 +38,19 @@ def _find_in_archives(name: str) -> tuple[str, str]:
                 if name in archive.namelist():
                     return archive.read(name).decode("utf-8"), f"{entry}/{name}"
     raise JobError(f"The job's program {name} is not on the driver's path.")
+
+
+#: Modules loaded before the job's program first ran (flinkish, pyspark, the standard library).
+_BASE_MODULES = frozenset(sys.modules)
+
+
+def forget_job_modules() -> None:
+    """Drop the modules the job's program imported from its own code, so that a restarted
+    attempt imports them afresh (module-level state starts over, as in a new process)."""
+    prefixes = tuple({sys.prefix, sys.base_prefix, os.path.dirname(os.__file__)})
+    for name, module in list(sys.modules.items()):
+        if name in _BASE_MODULES or name.startswith(("pyspark", "py4j", "flinkish_cli")):
+            continue
+        path = getattr(module, "__file__", None) or ""
+        if path and not path.startswith(prefixes):
+            del sys.modules[name]

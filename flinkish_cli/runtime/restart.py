@@ -10,6 +10,10 @@ as in Flink, where a failing ``main()`` submits no job, that is a start-up error
 
 When ``restart-strategy.type`` is not set, Flink 2's rule applies: exponential-delay when
 checkpointing is enabled (``execution.checkpointing.interval`` set), otherwise no restarts.
+
+The job's driver (a failed attempt) and its supervisor (a dead driver) both record a failure
+through :func:`record_failure`, so the bookkeeping (failure times, RESTARTING, the count of
+restarts, why a job was not restarted) is written once.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from flinkish_cli.registry.status import JobState, JobStatus
+
+#: The exit status of a driver that found Spark's JVM gone: its supervisor starts a new one.
+EXIT_JVM_LOST = 75
+#: Why a program that failed before its job ever ran is not restarted.
+FAILED_BEFORE_RUNNING = "the program failed before its job ran"
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -27,6 +38,11 @@ class Decision:
     restart: bool
     delay: float = 0.0
     reason: str = ""
+
+    @property
+    def note(self) -> str:
+        """What a FAILED job's cause ends with when it was not restarted."""
+        return f"not restarted: {self.reason}"
 
 
 class RestartStrategy(Protocol):
@@ -164,3 +180,19 @@ def replay(config: Any, failures: list[float], now: float) -> Decision:
     for moment in failures:
         strategy.on_failure(moment)
     return strategy.on_failure(now)
+
+
+def record_failure(config: Any, status: JobStatus, cause: str, now: float) -> Decision:
+    """Record a failure of the job at ``now`` in its ``status`` and decide (:func:`replay`).
+
+    A restart is recorded at once: RESTARTING, one more restart, ``cause`` as the failure's
+    cause. A job that is not restarted is left for the caller to end (FAILED, with
+    :attr:`Decision.note`), as only the caller knows what else its end records.
+    """
+    decision = replay(config, status.failure_times, now)
+    status.failure_times.append(now)
+    if decision.restart:
+        status.state = JobState.RESTARTING
+        status.restarts += 1
+        status.failure_cause = cause
+    return decision

@@ -22,10 +22,10 @@ import threading
 from typing import Any
 
 from flinkish_cli.errors import SavepointError
+from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.runtime import faults
 from flinkish_cli.runtime.identity import QueryIdentity, QueryShape
 from flinkish_cli.savepoints import layout
-from flinkish_cli.submission.plan import JobPlan
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -175,7 +175,7 @@ class JobRestorer:
         except SavepointError:
             raise
         except Exception as error:
-            from flinkish_cli.runtime.failures import short_cause
+            from flinkish_cli.spark.failures import short_cause
 
             raise SavepointError(
                 f"Spark could not repartition the state of {query.label()} in {checkpoint} to "

@@ -27,8 +27,8 @@ def count_state_rows(
 ) -> list[OperatorRows]:
     """Count the state rows of every stateful operator in the savepoint at ``path``."""
     from flinkish_cli.errors import SavepointError
-    from flinkish_cli.runtime.failures import short_cause
-    from flinkish_cli.runtime.local_spark import local_session
+    from flinkish_cli.spark.failures import short_cause
+    from flinkish_cli.spark.local import local_session
     from flinkish_cli.storage import join
 
     results = []

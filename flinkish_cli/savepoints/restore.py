@@ -40,8 +40,8 @@ from flinkish_cli.savepoints.integrity import (
 from flinkish_cli.savepoints.manifest import METADATA_FILE, Manifest, load_manifest
 
 if TYPE_CHECKING:
+    from flinkish_cli.plan.job import RestorePlan
     from flinkish_cli.storage import Storage
-    from flinkish_cli.submission.plan import RestorePlan
 
 log = logging.getLogger("flinkish.savepoints")
 
@@ -191,9 +191,9 @@ def plan_restore(request: Any, config: Any) -> RestorePlan:
     A plain local path is made absolute here, against the caller's working directory (the
     job's driver may run elsewhere), so the plan and the job's status name it unambiguously.
     """
+    from flinkish_cli.plan.job import RestorePlan
     from flinkish_cli.storage import open_for_config
     from flinkish_cli.storage.uri import LOCAL, local_path, scheme_of
-    from flinkish_cli.submission.plan import RestorePlan
 
     path = str(request.from_savepoint).rstrip("/") or str(request.from_savepoint)
     if scheme_of(path) == LOCAL and "://" not in path and not path.startswith("file:"):
@@ -327,7 +327,7 @@ def repartition(spark: Any, checkpoint: str, partitions: int) -> None:
     try:
         spark._streamingCheckpointManager.repartition(checkpoint, partitions)
     except Exception as error:
-        from flinkish_cli.runtime.failures import short_cause
+        from flinkish_cli.spark.failures import short_cause
 
         raise SavepointError(
             f"Spark could not repartition the state in {checkpoint} to {partitions} "

@@ -32,6 +32,7 @@ import contextlib
 import errno
 import hashlib
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -46,6 +47,18 @@ CHUNK = 1024 * 1024
 
 TEMP_MARK = ".flinkish-tmp"
 """Atomic writes use temporary files ``.<name>.<random><TEMP_MARK>``; listings skip them."""
+
+
+def temp_name(path: str) -> str:
+    """A fresh temporary name beside ``path`` (hidden, and skipped by listings)."""
+    head, _, name = path.rstrip("/").rpartition("/")
+    return f"{head}/.{name}.{uuid.uuid4().hex[:12]}{TEMP_MARK}"
+
+
+def is_temp(name: str) -> bool:
+    """Whether ``name`` is one of :func:`temp_name`'s."""
+    return name.startswith(".") and name.endswith(TEMP_MARK)
+
 
 LINKED, SERVER_SIDE, TRANSFERRED = "linked", "server_side", "transferred"
 
@@ -139,6 +152,11 @@ class Storage(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"
+
+    def local_path(self, path: str) -> str | None:
+        """Where ``path`` is on this machine's file system, or None when this storage is not
+        the local file system (a copy to it must then go through this process or a server)."""
+        return None
 
     # -- queries ---------------------------------------------------------------------------
     @abc.abstractmethod
@@ -322,10 +340,9 @@ class Storage(abc.ABC):
         This generic way streams through this process; backends override it for their fast
         paths and call it for the rest.
         """
-        from flinkish_cli.storage.local import LocalStorage
-
-        if isinstance(dest, LocalStorage):
-            self.download_file(src, dest_path)
+        target = dest.local_path(dest_path)
+        if target is not None:
+            self.download_file(src, target)
         else:
             with self.open_read(src) as stream:
                 dest.write_stream(dest_path, stream)

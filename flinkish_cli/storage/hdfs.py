@@ -32,18 +32,18 @@ import shutil
 import sys
 import tempfile
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage.base import (
     CHUNK,
-    TEMP_MARK,
     TRANSFERRED,
     FileInfo,
     Storage,
     StorageNotFoundError,
+    is_temp,
+    temp_name,
 )
 from flinkish_cli.storage.settings import StorageSettings
 from flinkish_cli.storage.uri import join, local_path
@@ -66,15 +66,6 @@ _UNREACHABLE = (
     "org.apache.hadoop.net.ConnectTimeoutException",
 )
 _NO_FILESYSTEM = ("org.apache.hadoop.fs.UnsupportedFileSystemException",)
-
-
-def _temp_path(path: str) -> str:
-    head, _, name = path.rstrip("/").rpartition("/")
-    return f"{head}/.{name}.{uuid.uuid4().hex[:12]}{TEMP_MARK}"
-
-
-def _is_temp(name: str) -> bool:
-    return name.startswith(".") and name.endswith(TEMP_MARK)
 
 
 def find_live_jvm() -> tuple[Any, Any] | None:
@@ -218,7 +209,7 @@ class HdfsStorage(Storage):
                 raise StorageError(f"{path} is a file, not a directory.")
             for status in fs.listStatus(directory):
                 name = status.getPath().getName()
-                if not _is_temp(name):
+                if not is_temp(name):
                     found.append(self._info(join(path, name), status, name))
         return sorted(found, key=lambda info: info.name)
 
@@ -234,7 +225,7 @@ class HdfsStorage(Storage):
                 full = status.getPath().toUri().getPath()
                 relative = full[len(root) :] if full.startswith(root) else full.lstrip("/")
                 name = relative.rpartition("/")[2]
-                if not _is_temp(name):
+                if not is_temp(name):
                     yield self._info(join(path, relative), status, name)
 
     # -- reading ---------------------------------------------------------------------------
@@ -294,8 +285,6 @@ class HdfsStorage(Storage):
             shutil.rmtree(directory, ignore_errors=True)
 
     def download_file(self, src: str, local_dest: str) -> None:
-        from flinkish_cli.storage.local import temp_name
-
         dest = local_path(local_dest)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         tmp = temp_name(dest)
@@ -309,7 +298,7 @@ class HdfsStorage(Storage):
 
     # -- writing ---------------------------------------------------------------------------
     def _write_temp(self, path: str, chunks: Iterator[bytes]) -> str:
-        tmp = _temp_path(path)
+        tmp = temp_name(path)
         stream = self._fs(path).create(self._path(tmp), True)
         try:
             for chunk in chunks:
@@ -353,7 +342,7 @@ class HdfsStorage(Storage):
         if not os.path.isfile(source):
             raise StorageNotFoundError(local_src)
         with self._errors("upload to", dest):
-            tmp = _temp_path(dest)
+            tmp = temp_name(dest)
             try:
                 self._fs(dest).copyFromLocalFile(False, True, self._path(source), self._path(tmp))
                 self._rename(tmp, dest, overwrite=True)
@@ -389,7 +378,7 @@ class HdfsStorage(Storage):
         if isinstance(dest, HdfsStorage) and dest._jvm is self._jvm:
             # Hadoop to Hadoop: the bytes flow inside the JVM, not through Python.
             with self._errors("copy", src):
-                tmp = _temp_path(dest_path)
+                tmp = temp_name(dest_path)
                 try:
                     self._jvm.org.apache.hadoop.fs.FileUtil.copy(
                         self._fs(src),
@@ -404,10 +393,9 @@ class HdfsStorage(Storage):
                     with contextlib.suppress(Exception):
                         dest._fs(dest_path).delete(dest._path(tmp), False)
             return TRANSFERRED
-        from flinkish_cli.storage.local import LocalStorage
-
-        if isinstance(dest, LocalStorage):
-            self.download_file(src, dest_path)
+        target = dest.local_path(dest_path)
+        if target is not None:
+            self.download_file(src, target)
         else:  # e.g. to S3: the JVM writes a local copy, the destination uploads it
             with self._local_copy(src) as local:
                 dest.upload_file(local, dest_path)

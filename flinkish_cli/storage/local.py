@@ -22,7 +22,6 @@ import os
 import shutil
 import stat as stat_module
 import sys
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
@@ -31,24 +30,15 @@ from flinkish_cli.errors import StorageError
 from flinkish_cli.storage.base import (
     CHUNK,
     LINKED,
-    TEMP_MARK,
     TRANSFERRED,
     FileInfo,
     Storage,
     StorageNotFoundError,
+    is_temp,
+    temp_name,
 )
 from flinkish_cli.storage.settings import StorageSettings
 from flinkish_cli.storage.uri import join, local_path
-
-
-def temp_name(path: str) -> str:
-    """A fresh temporary name beside ``path`` (hidden, and skipped by listings)."""
-    head, _, name = path.rpartition("/")
-    return f"{head}/.{name}.{uuid.uuid4().hex[:12]}{TEMP_MARK}"
-
-
-def is_temp(name: str) -> bool:
-    return name.startswith(".") and name.endswith(TEMP_MARK)
 
 
 class LocalStorage(Storage):
@@ -62,6 +52,9 @@ class LocalStorage(Storage):
 
     def describe(self) -> str:
         return f"local directory {local_path(self.root)}"
+
+    def local_path(self, path: str) -> str:
+        return local_path(path)
 
     # -- errors ----------------------------------------------------------------------------
     def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
@@ -305,10 +298,10 @@ class LocalStorage(Storage):
     ) -> str:
         source = local_path(src)
         _check_regular(source, src)
-        if not isinstance(dest, LocalStorage):
+        target = dest.local_path(dest_path)
+        if target is None:
             dest.upload_file(src, dest_path)
             return TRANSFERRED
-        target = local_path(dest_path)
         if link and self._links_work:
             with self._errors("link", src):
                 if self._link(source, target):

@@ -44,6 +44,7 @@ from flinkish_cli.storage.base import (
     FileInfo,
     Storage,
     StorageNotFoundError,
+    temp_name,
 )
 from flinkish_cli.storage.settings import MiB, StorageSettings
 from flinkish_cli.storage.uri import S3Location, join, local_path, parse_s3, redact_url
@@ -443,8 +444,6 @@ class S3Storage(Storage):
     def _download(self, loc: S3Location, src: str, dest: str, size: int | None) -> None:
         """Fetch ``loc`` into the local file ``dest`` atomically: one streamed GET when it is
         known to be small, else boto3's managed (ranged, parallel) download."""
-        from flinkish_cli.storage.local import temp_name
-
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with self._errors("download", src):
             if size is not None and size < self.settings.multipart_threshold:
@@ -581,8 +580,6 @@ class S3Storage(Storage):
     def _copy_file(
         self, src: str, dest: Storage, dest_path: str, size: int | None, link: bool
     ) -> str:
-        from flinkish_cli.storage.local import LocalStorage
-
         source = self._file(src)
         if isinstance(dest, S3Storage) and self._same_service(dest):
             target = dest._file(dest_path)
@@ -603,8 +600,9 @@ class S3Storage(Storage):
                         Config=self._transfer_config(copy=True),
                     )
             return SERVER_SIDE
-        if isinstance(dest, LocalStorage):
-            self._download(source, src, local_path(dest_path), size)
+        target = dest.local_path(dest_path)
+        if target is not None:
+            self._download(source, src, target, size)
             return TRANSFERRED
         return super()._copy_file(src, dest, dest_path, size, link)
 

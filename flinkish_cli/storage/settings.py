@@ -1,9 +1,11 @@
 """How to reach the storages: :class:`StorageSettings`, built from Flink's ``s3.*`` keys.
 
-This module owns the translation of Flink configuration keys into storage settings; of the
-configuration package it uses only the secret rule (``config.secrets``): it takes the flat
-``key -> string`` mapping that package produces, and it never lets the S3 keys out:
-``repr`` and :meth:`describe` replace them with ``***``.
+This module owns the translation of Flink configuration keys into storage settings. The keys,
+their accepted spellings and their value syntax are the option table's
+(:mod:`flinkish_cli.config.options`, :func:`~flinkish_cli.config.units.parse_bool`), and
+secrets are masked as everywhere else (:data:`~flinkish_cli.config.secrets.REDACTED`): it
+takes the flat ``key -> string`` mapping the configuration produces, and it never lets the
+S3 keys out: ``repr`` and :meth:`redact` replace them.
 """
 
 from __future__ import annotations
@@ -11,19 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from flinkish_cli.config.secrets import is_secret
+from flinkish_cli.config.options import spellings
+from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.config.units import ValueProblem, parse_bool
 from flinkish_cli.errors import ConfigError
 
 MiB = 1024 * 1024
 
-# Flink's keys, then the aliases Flink also accepts (it forwards s3.* to Hadoop's fs.s3a.*).
+# Each field's key; the option table knows its other spellings (Flink forwards s3.* to
+# Hadoop's fs.s3a.*, so those are accepted too).
 _FLINK_KEYS: dict[str, tuple[str, ...]] = {
-    "s3_endpoint": ("s3.endpoint", "fs.s3a.endpoint"),
-    "s3_access_key": ("s3.access-key", "s3.access.key", "fs.s3a.access.key"),
-    "s3_secret_key": ("s3.secret-key", "s3.secret.key", "fs.s3a.secret.key"),
-    "s3_session_token": ("s3.session.token", "s3.session-token", "fs.s3a.session.token"),
-    "s3_path_style": ("s3.path.style.access", "s3.path-style-access", "fs.s3a.path.style.access"),
-    "s3_region": ("s3.region", "fs.s3a.endpoint.region"),
+    field_name: spellings(key)
+    for field_name, key in (
+        ("s3_endpoint", "s3.endpoint"),
+        ("s3_access_key", "s3.access-key"),
+        ("s3_secret_key", "s3.secret-key"),
+        ("s3_session_token", "s3.session.token"),
+        ("s3_path_style", "s3.path.style.access"),
+        ("s3_region", "s3.region"),
+    )
 }
 # Flink passes "flink.hadoop.<key>" to Hadoop's configuration as "<key>".
 _HADOOP_PREFIX = "flink.hadoop."
@@ -100,10 +108,10 @@ class StorageSettings:
         return tuple(found)
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret of these settings replaced by ``***``."""
+        """``text`` with every secret of these settings replaced by the mask."""
         for secret in sorted(self.secrets, key=len, reverse=True):
             if len(secret) >= 3:
-                text = text.replace(secret, "***")
+                text = text.replace(secret, REDACTED)
         return text
 
     def __repr__(self) -> str:
@@ -111,9 +119,9 @@ class StorageSettings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _SECRET_FIELDS and value is not None:
-                shown.append(f"{f.name}='***'")
+                shown.append(f"{f.name}={REDACTED!r}")
             elif f.name == "hadoop_conf":
-                conf = {k: ("***" if is_secret(k) else v) for k, v in value.items()}
+                conf = {k: (REDACTED if is_secret(k) else v) for k, v in value.items()}
                 shown.append(f"hadoop_conf={conf!r}")
             else:
                 shown.append(f"{f.name}={value!r}")
@@ -123,11 +131,9 @@ class StorageSettings:
 
 
 def _boolean(key: str, value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "yes", "1", "on"):
-        return True
-    if lowered in ("false", "no", "0", "off"):
-        return False
-    raise ConfigError(
-        f"{key} is '{value}', which is not a boolean.", f"Set {key} to true or false."
-    )
+    try:
+        return parse_bool(value)
+    except ValueProblem:
+        raise ConfigError(
+            f"{key} is '{value}', which is not a boolean.", f"Set {key} to true or false."
+        ) from None

@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from flinkish_cli.config.secrets import REDACTED
 from flinkish_cli.errors import StorageError
 
 LOCAL = "file"
@@ -156,4 +157,4 @@ def parse_s3(uri: str) -> S3Location:
 
 def redact_url(url: str) -> str:
     """``url`` without any ``user:password@`` part."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@]*@", r"\1***@", url)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@]*@", rf"\1{REDACTED}@", url)

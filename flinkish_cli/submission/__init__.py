@@ -1,7 +1,12 @@
-"""From configuration and command-line arguments to a running ``spark-submit``.
+"""From configuration and command-line arguments to a started job: the CLI's side of a run.
 
-- :mod:`.plan`        the :class:`JobPlan`: everything decided about a job before it starts.
-- :mod:`.packaging`   zips the job's own directory (or package) for the executors.
-- :mod:`.spark_submit` the ``spark-submit`` command for each Flink target.
-- :mod:`.launcher`    writes the private run directory and starts the driver process.
+- :mod:`.submit`       checks the program and the configuration, decides the job's plan.
+- :mod:`.packaging`    zips the job's own directory (or package) for the executors.
+- :mod:`.spark_submit` the ``spark-submit`` command (or session client) for each Flink target.
+- :mod:`.launcher`     writes the private run directory and starts the job's supervisor.
+- :mod:`.follow`, :mod:`.run`  follows an attached job to its end, or a detached one until
+  it runs.
+
+The plan itself is :mod:`flinkish_cli.plan`'s; what runs in the job's processes is
+:mod:`flinkish_cli.runtime`'s.
 """

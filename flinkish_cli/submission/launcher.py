@@ -1,19 +1,11 @@
-"""Starting the job's driver process and following it until it runs.
+"""Starting the job's supervisor and following it until the job runs.
 
-Every job gets a private run directory (mode 0700) holding:
-
-- ``spark.properties`` (mode 0600): every Spark setting, secrets included, read by
-  ``spark-submit --properties-file``. Nothing secret goes on the command line. The driver
-  deletes it as soon as it starts (the JVM has read it); the supervisor writes it again for
-  a restarted driver and deletes it whenever a driver exits.
-- ``log4j2.properties``: sends Spark's log to the job's log file instead of the console
-  (named by ``-Dlog4j.configurationFile``: the run directory is not on the class path).
-- ``supervisor.json`` / ``supervisor.pid``: what the job's supervisor runs, and its pid.
-- ``job.zip`` and other packages shipped with ``--py-files``.
-
-The supervisor deletes the run directory when the job ends; :func:`sweep_run_dirs` removes
-one whose supervisor was killed. The supervisor is started in a session of its own, so that
-the job survives the CLI, its terminal, and a Ctrl-C meant for the CLI.
+:func:`launch` writes the job's private run directory (its files and formats are
+:mod:`flinkish_cli.plan.rundir`'s) and starts the job's supervisor
+(:mod:`flinkish_cli.runtime.supervisor`) in a session of its own, so that the job survives
+the CLI, its terminal, and a Ctrl-C meant for the CLI. The supervisor deletes the run
+directory when the job ends; :func:`sweep_run_dirs` removes one whose supervisor was killed.
+:func:`wait_until_running` follows a detached start until the job runs or has failed.
 """
 
 from __future__ import annotations
@@ -22,14 +14,25 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.plan.rundir import (
+    LOG4J2_FILE,
+    PID_FILE,
+    PROPERTIES_FILE,
+    RUN_DIR_PREFIX,
+    properties_text,
+    write_private,
+)
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.submission.spark_submit import LOG4J2_FILE, SubmitCommand
+from flinkish_cli.runtime.supervisor import SUPERVISOR_MODULE, SupervisorSpec
+from flinkish_cli.submission.spark_submit import SubmitCommand
+
+#: Supervisors started by an older flinkish ran under this name; their jobs may still run.
+_OLD_SUPERVISOR_MODULE = b"flinkish_cli.submission.supervisor"
 
 LOG4J2 = """\
 # Written by flinkish: Spark's log goes to the job's log file, not the console.
@@ -48,47 +51,6 @@ logger.parquet.level = error
 logger.hadoopnative.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoopnative.level = error
 """
-
-
-def make_run_dir(base: Path, job_id: str) -> Path:
-    """Create the job's private run directory under ``base``."""
-    base.mkdir(parents=True, exist_ok=True)
-    run_dir = base / f".run-{job_id}"
-    run_dir.mkdir(mode=0o700)
-    os.chmod(run_dir, 0o700)
-    return run_dir
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to a new file readable by its owner only."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def properties_text(properties: Mapping[str, str]) -> str:
-    """Java properties file content, escaped so that any value survives."""
-    return "".join(f"{_escape(k, True)}={_escape(v, False)}\n" for k, v in properties.items())
-
-
-def _escape(text: str, key: bool) -> str:
-    out = []
-    for index, char in enumerate(text):
-        if char == "\\":
-            out.append("\\\\")
-        elif char in "=:#!" or (char == " " and (key or index == 0)):
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\t":
-            out.append("\\t")
-        elif ord(char) > 126 or ord(char) < 32:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 @dataclass
@@ -117,9 +79,7 @@ def launch(
     dies; its standard output is the driver's (the script's prints), piped to an attached
     CLI or appended to the job's log.
     """
-    from flinkish_cli.submission.supervisor import SupervisorSpec
-
-    write_private(run_dir / "spark.properties", properties_text(command.properties))
+    write_private(run_dir / PROPERTIES_FILE, properties_text(command.properties))
     (run_dir / LOG4J2_FILE).write_text(LOG4J2.format(log_path=log_path))
     env = dict(command.env)
     SupervisorSpec(
@@ -140,7 +100,7 @@ def launch(
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "flinkish_cli.submission.supervisor", str(run_dir)],
+            [sys.executable, "-m", SUPERVISOR_MODULE, str(run_dir)],
             env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if attached else log,
@@ -157,8 +117,6 @@ def sweep_run_dirs(log_dir: Path, older_than: float = 60.0) -> list[Path]:
     properties file must not outlive the job. Returns what was removed."""
     import shutil
 
-    from flinkish_cli.submission.supervisor import PID_FILE
-
     removed = []
     try:
         entries = list(os.scandir(log_dir))
@@ -166,7 +124,7 @@ def sweep_run_dirs(log_dir: Path, older_than: float = 60.0) -> list[Path]:
         return removed
     now = time.time()
     for entry in entries:
-        if not entry.name.startswith(".run-") or not entry.is_dir(follow_symlinks=False):
+        if not entry.name.startswith(RUN_DIR_PREFIX) or not entry.is_dir(follow_symlinks=False):
             continue
         try:
             if now - entry.stat(follow_symlinks=False).st_mtime < older_than:
@@ -189,7 +147,7 @@ def _is_supervisor(pid: int) -> bool:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         if cmdline:
-            return b"flinkish_cli.submission.supervisor" in cmdline
+            return SUPERVISOR_MODULE.encode() in cmdline or _OLD_SUPERVISOR_MODULE in cmdline
         stat = Path(f"/proc/{pid}/stat").read_text()
         return stat.rpartition(")")[2].split()[:1] != ["Z"]
     except OSError:

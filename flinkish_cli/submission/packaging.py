@@ -1,8 +1,9 @@
 """Packaging the job's Python code so that executors (and a cluster's driver) can import it.
 
-The job's *root* is the directory of its script, or, when the script sits inside a Python
-package (directories with ``__init__.py``), the directory above the outermost package, so
-that ``import package.module`` resolves the same way on an executor as on the user's machine.
+The job's *root* (:func:`flinkish_cli.plan.job.job_root`) is the directory of its script,
+or, when the script sits inside a Python package (directories with ``__init__.py``), the
+directory above the outermost package, so that ``import package.module`` resolves the same
+way on an executor as on the user's machine.
 Every ``.py`` file under the root goes into ``job.zip`` (shipped with ``--py-files``), except
 hidden directories, virtual environments and caches. Data files are not shipped: use
 ``-pyfs`` or ``-pyarch`` for those.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.plan.job import job_root
 
 SKIP_DIRS = {"__pycache__", "node_modules", "venv", "env", "site-packages", "build", "dist"}
 MAX_FILES = 5000
@@ -31,14 +33,6 @@ class JobPackage:
     script_in_zip: str
     files: int
     bytes: int
-
-
-def job_root(script: Path) -> Path:
-    """The directory whose content becomes the import root of the job."""
-    directory = script.resolve().parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        directory = directory.parent
-    return directory
 
 
 def package_job(script: Path, dest_dir: Path) -> JobPackage:

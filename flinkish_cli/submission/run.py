@@ -10,7 +10,8 @@ import signal
 from typing import Any, Protocol
 
 from flinkish_cli.errors import JobCanceledError, JobError, JobFailedError
-from flinkish_cli.registry.control import ControlChannel, ControlRequest
+from flinkish_cli.registry.control import ControlChannel
+from flinkish_cli.registry.protocol import Cancel, Stop, to_request
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.submission import launcher, submit
 from flinkish_cli.submission.follow import Update, follow, pass_output
@@ -110,7 +111,7 @@ class _Interrupts:
         hard = self.count > 1
         self.presenter.interrupted(self.job_id, signum, hard)
         if hard:
-            self.channel.send(ControlRequest("cancel"))
+            self.channel.send(to_request(Cancel()))
         else:
             name = signal.Signals(signum).name
-            self.channel.send(ControlRequest("stop", {"reason": f"Stopped by {name}."}))
+            self.channel.send(to_request(Stop(f"Stopped by {name}.")))

@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from flinkish_cli.errors import UsageError
+from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
+from flinkish_cli.plan.rundir import LOG4J2_FILE
+from flinkish_cli.spark.install import pyspark_home
 
 LOCAL = "local"
 REMOTE = "remote"
@@ -39,8 +42,6 @@ K8S_SESSION = "kubernetes-session"
 K8S_APPLICATION = "kubernetes-application"
 TARGETS = (LOCAL, REMOTE, YARN_SESSION, YARN_APPLICATION, K8S_SESSION, K8S_APPLICATION)
 CLUSTER_MODE_TARGETS = (YARN_APPLICATION, K8S_APPLICATION)
-#: The job's log configuration, in its run directory.
-LOG4J2_FILE = "log4j2.properties"
 #: Spark's setting for JVM options put before ``spark.driver.extraJavaOptions``.
 DRIVER_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
@@ -172,16 +173,6 @@ class SubmitCommand:
     cds_missing: str | None = None
 
 
-def pyspark_home() -> Path:
-    """The installed pyspark package, which is Spark's home (found without importing it)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise UsageError("pyspark is not installed.", "Install flinkish with its dependencies.")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 def spark_submit_binary() -> str:
     """pyspark's own ``spark-submit``."""
     return str(pyspark_home() / "bin" / "spark-submit")
@@ -251,7 +242,7 @@ def build_command(
         argv += ["--archives", ",".join(archives)]
     argv.append(driver_entry_file())
     if deployment.deploy_mode == "client":
-        from flinkish_cli.submission import cds
+        from flinkish_cli.spark import cds
 
         options = [f"-Dlog4j.configurationFile={Path(run_dir, LOG4J2_FILE)}"]
         options += cds.jvm_logging_options() + list(cds_options or [])
@@ -303,11 +294,6 @@ def yarn_restarts(config: Any) -> dict[str, str]:
             ),
         }
     return {"spark.yarn.maxAppAttempts": "1"}
-
-
-#: Where a session job's client finds what spark-submit's --py-files/--archives would give.
-SESSION_PY_FILES = "spark.flinkish.session.pyFiles"
-SESSION_ARCHIVES = "spark.flinkish.session.archives"
 
 
 def connect_client_file() -> str:

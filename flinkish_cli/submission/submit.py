@@ -17,18 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from flinkish_cli.errors import ConfigError, JobError, UsageError
+from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
+from flinkish_cli.plan.rundir import PROPERTIES_FILE
 from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
-from flinkish_cli.submission import cds, launcher, packaging
-from flinkish_cli.submission.plan import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
+from flinkish_cli.spark import cds
+from flinkish_cli.spark.install import check_java, pyspark_home
+from flinkish_cli.submission import launcher, packaging
 from flinkish_cli.submission.spark_submit import (
     YARN_APPLICATION,
     Deployment,
     SubmitCommand,
     build_command,
     build_session_command,
-    pyspark_home,
     resolve_deployment,
     yarn_restarts,
 )
@@ -46,6 +48,7 @@ class RunRequest:
     py_executable: str | None = None
     py_client_executable: str | None = None
     py_requirements: str | None = None
+    py_python_path: str | None = None
     parallelism: int | None = None
     detached: bool = False
     target: str | None = None
@@ -56,25 +59,22 @@ class RunRequest:
     shutdown_on_attached_exit: bool = False  # -sae
 
     def config_flags(self) -> dict[str, str]:
-        """The configuration keys that this request's flags set (they win over -D)."""
-        flags: dict[str, str] = {}
-        if self.parallelism is not None:
-            flags["parallelism.default"] = str(self.parallelism)
-        if self.target is not None:
-            flags["execution.target"] = self.target
-        if self.py_executable:
-            flags["python.executable"] = self.py_executable
-        if self.py_client_executable:
-            flags["python.client.executable"] = self.py_client_executable
-        if self.py_requirements:
-            flags["python.requirements"] = self.py_requirements
-        if self.py_files:
-            flags["python.files"] = ",".join(self.py_files)
-        if self.py_archives:
-            flags["python.archives"] = ",".join(self.py_archives)
-        if self.detached:
-            flags["execution.attached"] = "false"
-        return flags
+        """The configuration keys that this request's flags set (they win over -D); which
+        flag sets which key is the option table's (:data:`~flinkish_cli.config.options.FLAGS`)."""
+        from flinkish_cli.config.options import FLAGS
+
+        given = {
+            "-p": None if self.parallelism is None else str(self.parallelism),
+            "-t": self.target,
+            "-d": "false" if self.detached else None,
+            "-pyfs": ",".join(self.py_files),
+            "-pyarch": ",".join(self.py_archives),
+            "-pyexec": self.py_executable,
+            "-pyclientexec": self.py_client_executable,
+            "-pyreq": self.py_requirements,
+            "-pypath": self.py_python_path,
+        }
+        return {FLAGS[flag]: value for flag, value in given.items() if value}
 
 
 @dataclass
@@ -92,17 +92,6 @@ class PreparedJob:
     def discard(self) -> None:
         """Remove what preparing wrote (nothing else was touched)."""
         shutil.rmtree(self.run_dir, ignore_errors=True)
-
-
-def check_java() -> None:
-    """Spark needs Java 17 or newer."""
-    java_home = os.environ.get("JAVA_HOME")
-    if shutil.which("java") or (java_home and Path(java_home, "bin", "java").exists()):
-        return
-    raise JobError(
-        "Java was not found: Spark needs Java 17 or newer.",
-        "Install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME.",
-    )
 
 
 def check_program(request: RunRequest) -> Path | None:
@@ -260,7 +249,7 @@ def _plan(
         command = build_command(
             deployment,
             name=name,
-            properties_file=str(run_dir / "spark.properties"),
+            properties_file=str(run_dir / PROPERTIES_FILE),
             py_files=py_files,
             archives=archives,
             spark_conf=spark_conf,
@@ -343,8 +332,6 @@ def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
     if not checkpoint_root.startswith(("s3://", "s3a://")):
         return
-    from flinkish_cli.submission.spark_submit import pyspark_home
-
     bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
     configured = " ".join(spark_conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
     if bundled or "hadoop-aws" in configured:

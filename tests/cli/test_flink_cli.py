@@ -646,12 +646,13 @@ def test_attached_run_prints_flinks_lines_and_keeps_batches_off_stdout(
 
 
 def test_a_request_that_times_out_is_withdrawn(env: Env) -> None:
+    from flinkish_cli.client.asking import ask
     from flinkish_cli.errors import JobError
-    from flinkish_cli.registry.actions import ask
+    from flinkish_cli.registry.protocol import TriggerSavepoint
 
     silent = env.driver(answer=False)
     with pytest.raises(JobError, match="did not answer the savepoint request within 1 s; the "):
-        ask(env.registry, JOB, ControlRequest("savepoint", {"target": "/sp"}), timeout=0.6)
+        ask(env.registry, JOB, TriggerSavepoint("/sp"), timeout=0.6)
     assert env.control_files() == []
     assert silent.channel.pending() == []  # a driver that wakes up later finds nothing
 
@@ -662,7 +663,7 @@ def test_an_interrupted_request_is_withdrawn(env: Env, monkeypatch: pytest.Monke
     def interrupt(_seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("flinkish_cli.registry.actions.time.sleep", interrupt)
+    monkeypatch.setattr("flinkish_cli.client.asking.time.sleep", interrupt)
     result = env.flinkish("savepoint", JOB)
     assert result.code == 130
     assert f"Interrupted: the savepoint request to job {JOB} was withdrawn" in result.err
@@ -677,7 +678,7 @@ def test_a_request_the_job_took_is_not_withdrawn(env: Env, monkeypatch: pytest.M
         calls.append(silent.channel.pending())  # the driver claims it, then Ctrl-C
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("flinkish_cli.registry.actions.time.sleep", take_then_interrupt)
+    monkeypatch.setattr("flinkish_cli.client.asking.time.sleep", take_then_interrupt)
     result = env.flinkish("savepoint", JOB)
     assert result.code == 130 and len(calls[0]) == 1
     assert f"job {JOB} had already started the savepoint request; it may still complete" in (

@@ -2,7 +2,7 @@
 damaged checkpoint files, durability before the manifest, and claim of a live job's source.
 
 Every reader is checked: restore (``open_source``, what ``run -s`` and the driver use),
-``savepoint info`` (``service.info``) and dispose; each refusal is one clear
+``savepoint info`` (``JobClient.savepoint_info``) and dispose; each refusal is one clear
 :class:`~flinkish_cli.errors.FlinkishError` naming the path, never an internal error.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.config import Configuration
 from flinkish_cli.errors import FlinkishError, SavepointError
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.savepoints import service
 from flinkish_cli.savepoints.create import DamagedCheckpointError, take_savepoint
 from flinkish_cli.savepoints.dispose import dispose
 from flinkish_cli.savepoints.manifest import FLINK_MAGIC, Manifest
@@ -59,7 +59,7 @@ def _readers(tmp_path: Path) -> dict[str, Any]:
     config = _config(tmp_path)
     return {
         "restore": lambda p: open_source(storage, str(p)),
-        "info": lambda p: service.info(config, str(p), rows=False),
+        "info": lambda p: JobClient(config).savepoint_info(str(p), rows=False),
         "dispose": lambda p: dispose(storage, str(p)),
     }
 

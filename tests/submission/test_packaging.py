@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.plan.job import job_root
 from flinkish_cli.submission import packaging
 
 
@@ -35,7 +36,7 @@ def test_script_inside_a_package_ships_the_package(tmp_path: Path) -> None:
     script = _write(tmp_path / "src" / "pipelines" / "orders" / "job.py")
     _write(tmp_path / "src" / "pipelines" / "orders" / "__init__.py")
     _write(tmp_path / "src" / "pipelines" / "common.py")
-    assert packaging.job_root(script) == (tmp_path / "src").resolve()
+    assert job_root(script) == (tmp_path / "src").resolve()
     package = packaging.package_job(script, tmp_path)
     assert package.script_in_zip == "pipelines/orders/job.py"
     assert "pipelines/common.py" in zipfile.ZipFile(package.zip_path).namelist()

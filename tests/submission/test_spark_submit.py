@@ -139,9 +139,9 @@ def test_a_cache_that_cannot_be_written_never_stops_a_job(tmp_path, monkeypatch)
         run_dir=str(run_dir),
     )
     assert command.env["SPARK_CONF_DIR"] == str(run_dir / "spark-conf")  # empty, the job's own
-    from flinkish_cli.submission import cds, spark_submit
+    from flinkish_cli.spark import cds, install
 
-    assert cds.archive_path(spark_submit.pyspark_home()) is None  # so: no archive, no build
+    assert cds.archive_path(install.pyspark_home()) is None  # so: no archive, no build
 
 
 def test_the_users_default_java_options_follow_flinkishs(tmp_path, monkeypatch) -> None:

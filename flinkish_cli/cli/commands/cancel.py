@@ -71,10 +71,10 @@ def cancel(
         )
         where = f"to {target}." if target else "to default savepoint directory."
         echo(f"Cancelling job {job_id} with {fmt} savepoint {where}")
+    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.registry.status import JobState
-    from flinkish_cli.savepoints import service
 
-    outcome = service.stop(config, job_id, target, False, fmt, end_state=JobState.CANCELED)
+    outcome = JobClient(config).stop(job_id, target, False, fmt, end_state=JobState.CANCELED)
     if text:
         echo(f"Cancelled job {job_id}. Savepoint stored in {outcome.path}.")
     else:
@@ -85,13 +85,12 @@ def cancel(
 
 
 def _cancel(job_id: str, config: object, text: bool) -> None:
-    from flinkish_cli.registry.actions import cancel_job
-    from flinkish_cli.registry.store import registry_for
+    from flinkish_cli.client.jobs import JobClient
 
-    registry = registry_for(config)  # type: ignore[arg-type]
+    client = JobClient(config)
     if text:
         echo(f"Cancelling job {job_id}.")
-    status = cancel_job(registry, job_id)
+    status = client.cancel(job_id)
     if text:
         echo(f"Cancelled job {job_id}.")
     else:

@@ -33,8 +33,8 @@ def checkpoint(
     output: str,
 ) -> None:
     """Wait until every query of the job has committed its next micro-batch."""
+    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.registry.jobid import parse_job_id
-    from flinkish_cli.savepoints import service
 
     job_text, _ = require_job(args, "Missing JobID. Specify a Job ID to manipulate a checkpoint.")
     job_id = parse_job_id(job_text)
@@ -43,12 +43,12 @@ def checkpoint(
     if text:
         echo(f"Triggering checkpoint for job {job_id}.")
         echo("Waiting for response...")
-    result = service.checkpoint(config, job_id)
+    done = JobClient(config).checkpoint(job_id)
     if not text:
-        print_json({"jid": job_id, **result})
+        print_json({"jid": job_id, **done.to_result(), "id": done.checkpoint_id})
         return
     kind = "(FULL)" if full else ""
-    echo(f"Checkpoint{kind} {result['id']} for job {job_id} completed.")
+    echo(f"Checkpoint{kind} {done.checkpoint_id} for job {job_id} completed.")
     echo("You can resume your program from this checkpoint with the run command.")
-    batches = ", ".join(f"{name} at batch {b}" for name, b in sorted(result["batches"].items()))
-    echo(f"Checkpoint directory: {result.get('path')} ({batches or 'no active query'})", err=True)
+    batches = ", ".join(f"{name} at batch {b}" for name, b in sorted(done.batches.items()))
+    echo(f"Checkpoint directory: {done.path} ({batches or 'no active query'})", err=True)

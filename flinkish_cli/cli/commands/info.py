@@ -40,24 +40,14 @@ def info(
     if job.lower().endswith(".jar"):
         raise refuse_java("jar", f"{job} (a Java program)")
 
-    from flinkish_cli.config import to_spark
-    from flinkish_cli.submission.plan import Entry
-    from flinkish_cli.submission.submit import RunRequest, check_java, check_program
+    from flinkish_cli.client.jobs import JobClient
 
     flags = {"parallelism.default": str(parallelism)} if parallelism else {}
-    config = load_config(conf_dir, dynamic, flags)
-    script = check_program(RunRequest(script=job))
-    check_java()
-    translation = to_spark(config)
-    master = translation.master if translation.master.startswith("local") else "local[*]"
-    conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
+    client = JobClient(load_config(conf_dir, dynamic, flags))
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    from flinkish_cli.runtime.planner import plan_queries
-
-    entry = Entry(kind="file", target=str(script), args=list(job_args))
-    plans = plan_queries(entry, conf, master)
+    script, plans = client.explain(job, list(job_args))
     if output == "json":
-        print_json({"job": str(script), "queries": [p.__dict__ for p in plans]})
+        print_json({"job": script, "queries": [p.__dict__ for p in plans]})
         return
     if not plans:
         echo("The job starts no streaming query.")

@@ -89,15 +89,15 @@ def list_jobs(
     output: str,
 ) -> None:
     """List running and scheduled jobs (-a: terminated ones too), one line each."""
-    from flinkish_cli.registry.store import registry_for
+    from flinkish_cli.client.jobs import JobClient
 
     if not (running or scheduled or show_all):
         running = scheduled = True  # Flink's default: running and scheduled
-    registry = registry_for(load_config(conf_dir, dynamic))
+    client = JobClient(load_config(conf_dir, dynamic)).open()
     if output != "json":
         echo("Waiting for response...")
     now = time.time()
-    jobs, unreadable = registry.scan()
+    jobs, unreadable = client.list_jobs()
     states = {s.job_id: s.effective_state(now) for s in jobs}
     ended = [s for s in jobs if states[s.job_id].is_terminal]
     scheduled_jobs = [s for s in jobs if states[s.job_id].is_scheduled]

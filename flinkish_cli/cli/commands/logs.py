@@ -30,15 +30,9 @@ def logs(
     """Print the driver log of a job; -f follows it while the job runs."""
     import sys
 
-    from flinkish_cli.registry.jobid import parse_job_id
-    from flinkish_cli.registry.logs import stream_log
-    from flinkish_cli.registry.store import registry_for
+    from flinkish_cli.client.jobs import JobClient
 
-    config = load_config(conf_dir, dynamic)
-    log_dir = str(config.get("env.log.dir"))
-    chunks = stream_log(
-        registry_for(config), parse_job_id(job_id), log_dir, follow=follow, last_lines=lines
-    )
-    for chunk in chunks:
+    client = JobClient(load_config(conf_dir, dynamic))
+    for chunk in client.log(job_id, follow=follow, last_lines=lines):
         sys.stdout.write(chunk)
         sys.stdout.flush()

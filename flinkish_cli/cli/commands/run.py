@@ -215,8 +215,8 @@ def _run(
     verbose: bool,
     output: str,
 ) -> None:
+    from flinkish_cli.client.jobs import resolve_local
     from flinkish_cli.errors import UsageError
-    from flinkish_cli.savepoints.service import resolve_local
     from flinkish_cli.submission.submit import RunRequest
 
     if java_class is not None:
@@ -258,6 +258,7 @@ def _run(
         py_executable=py_executable,
         py_client_executable=py_client_executable,
         py_requirements=py_requirements,
+        py_python_path=py_python_path,
         parallelism=parallelism,
         detached=detached,
         target=general.execution_target,
@@ -267,15 +268,12 @@ def _run(
         claim_mode=(claim_mode or restore_mode or "no_claim").lower(),
         shutdown_on_attached_exit=shutdown_on_exit,
     )
-    flags = request.config_flags()
-    if py_python_path:
-        flags["python.pythonpath"] = py_python_path
-    config = load_config(conf_dir, dynamic, flags)
+    config = load_config(conf_dir, dynamic, request.config_flags())
     if application:
         _require_application_target(config)
-    from flinkish_cli.submission.run import submit_and_follow
+    from flinkish_cli.client.jobs import JobClient
 
-    submit_and_follow(request, config, presenter=RunPresenter(output))
+    JobClient(config).submit(request, RunPresenter(output))
 
 
 def _require_application_target(config: Any) -> None:

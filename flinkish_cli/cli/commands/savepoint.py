@@ -42,18 +42,18 @@ def savepoint(
     output: str,
 ) -> None:
     """Take a savepoint of a running job, dispose of one (-d), or show one (info <path>)."""
+    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.errors import UsageError
-    from flinkish_cli.savepoints import service
 
     if jarfile is not None:
         raise refuse_java("-j", f"-j/--jarfile {jarfile} (a program JAR)")
     text = output != "json"
-    config = load_config(conf_dir, dynamic)
+    client = JobClient(load_config(conf_dir, dynamic))
     if dispose:
         if text:
             echo(f"Disposing savepoint '{dispose}'.")
             echo("Waiting for response...")
-        service.dispose(config, dispose)
+        client.dispose_savepoint(dispose)
         if text:
             echo(f"Savepoint '{dispose}' disposed.")
         else:
@@ -62,7 +62,7 @@ def savepoint(
     if args and args[0] == "info":
         if len(args) < 2:
             raise UsageError("Name the savepoint: flinkish savepoint info <path>")
-        _show_info(service.info(config, args[1], rows=not no_rows), output)
+        _show_info(client.savepoint_info(args[1], rows=not no_rows), output)
         return
     from flinkish_cli.registry.jobid import parse_job_id
 
@@ -75,7 +75,7 @@ def savepoint(
     if detached:
         if text:
             echo(f"Triggering savepoint in detached mode for job {job_id}.")
-        trigger_id = service.trigger_detached(config, job_id, target, fmt)
+        trigger_id = client.savepoint_detached(job_id, target, fmt)
         if text:
             echo(f"Successfully trigger manual savepoint, triggerId: {trigger_id}")
         else:
@@ -84,7 +84,7 @@ def savepoint(
     if text:
         echo(f"Triggering savepoint for job {job_id}.")
         echo("Waiting for response...")
-    path = service.trigger(config, job_id, target, fmt)
+    path = client.savepoint(job_id, target, fmt)
     if not text:
         print_json({"jid": job_id, "savepoint": path})
         return

@@ -52,15 +52,15 @@ def stop(
     output: str,
 ) -> None:
     """Stop a running job between micro-batches, take a savepoint, end it FINISHED."""
+    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.registry.jobid import parse_job_id
     from flinkish_cli.registry.status import JobState
-    from flinkish_cli.savepoints import service
 
     job_text, target, extra = job_and_target(args, savepoint_path, "Missing JobId")
     if extra:
         warn(f"Ignoring arguments after the JobID: {' '.join(extra)}")
     job_id = parse_job_id(job_text)
-    config = load_config(conf_dir, dynamic)
+    client = JobClient(load_config(conf_dir, dynamic))
     fmt = format_type(savepoint_type)
     text = output != "json"
     if text:
@@ -69,7 +69,7 @@ def stop(
     if detached:
         if text:
             echo(f"Triggering stop-with-savepoint in detached mode for job {job_id}.")
-        trigger_id = service.stop_detached(config, job_id, target, drain, fmt)
+        trigger_id = client.stop_detached(job_id, target, drain, fmt)
         if text:
             echo(
                 "Successfully trigger stop-with-savepoint in detached mode, "
@@ -81,7 +81,7 @@ def stop(
     if text:
         echo(f"Triggering stop-with-savepoint for job {job_id}.")
         echo("Waiting for response...")
-    outcome = service.stop(config, job_id, target, drain, fmt)
+    outcome = client.stop(job_id, target, drain, fmt)
     if text:
         echo(f"Savepoint completed. Path: {outcome.path}")
     else:

@@ -1,6 +1,6 @@
 """The workload whose classes make the driver's class-data sharing archive.
 
-``flinkish_cli.submission.cds`` runs it once under ``spark-submit`` with
+``flinkish_cli.spark.cds`` runs it once under ``spark-submit`` with
 ``-XX:ArchiveClassesAtExit``: every JVM class it loads (session, UI, streaming sources and
 sinks, state stores, the Python callback server of ``foreachBatch`` and listeners) is in the
 archive, so a job's driver maps them instead of loading them. It touches nothing outside a

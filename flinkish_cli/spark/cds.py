@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from flinkish_cli import __version__
+from flinkish_cli.spark.install import java_binary
 
 #: The first four bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, stored in
 #: the machine's byte order).
@@ -65,17 +66,6 @@ def spark_conf_dir(fallback: Path | None = None) -> Path:
         path = fallback / "spark-conf"
         path.mkdir(exist_ok=True)
     return path
-
-
-def java_binary() -> str | None:
-    """The ``java`` that ``spark-submit`` runs: ``$JAVA_HOME/bin/java``, else the PATH's."""
-    home = os.environ.get("JAVA_HOME")
-    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
-        return os.path.realpath(os.path.join(home, "bin", "java"))
-    import shutil
-
-    found = shutil.which("java")
-    return os.path.realpath(found) if found else None
 
 
 def archive_path(spark_home: Path) -> Path | None:
@@ -245,7 +235,7 @@ def build(spark_home: Path, timeout: float = BUILD_TIMEOUT) -> tuple[Path | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m flinkish_cli.submission.cds [--lock FILE] [SPARK_HOME]``: make the
+    """``python -m flinkish_cli.spark.cds [--lock FILE] [SPARK_HOME]``: make the
     archive (for pyspark's Spark by default), then remove ``FILE`` (a background builder's
     lock, see :func:`build_in_background`).
 
@@ -259,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         if args:
             spark_home = Path(args[0])
         else:
-            from flinkish_cli.submission.spark_submit import pyspark_home
+            from flinkish_cli.spark.install import pyspark_home
 
             spark_home = pyspark_home()
         _, said = build(spark_home)

@@ -37,13 +37,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flinkish_cli.plan.rundir import (
+    PID_FILE,
+    PROPERTIES_FILE,
+    SPEC_FILE,
+    parse_properties,
+    replace_property,
+    write_private,
+)
+from flinkish_cli.runtime.restart import EXIT_JVM_LOST
+
 log = logging.getLogger("flinkish.supervisor")
 
-SPEC_FILE = "supervisor.json"
-PID_FILE = "supervisor.pid"
-PROPERTIES_FILE = "spark.properties"
-#: The driver's exit status when it found Spark's JVM gone (see runtime.job.EXIT_JVM_LOST).
-EXIT_JVM_LOST = 75
+#: What the CLI runs (``python -m``), and what a live supervisor's command line names.
+SUPERVISOR_MODULE = "flinkish_cli.runtime.supervisor"
+
 #: How long a (re)started driver has to report before it counts as failed to start.
 START_TIMEOUT = 300.0
 POLL = 0.5
@@ -130,10 +138,10 @@ class Supervisor:
     @classmethod
     def load(cls, run_dir: Path) -> Supervisor:
         from flinkish_cli.config import Configuration
+        from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan
         from flinkish_cli.registry.store import JobRegistry
         from flinkish_cli.runtime.driver import SECRET_FROM_SPARK, storage_flat_conf
         from flinkish_cli.storage import StorageSettings
-        from flinkish_cli.submission.plan import PLAN_CONF_KEY, JobPlan
 
         spec = SupervisorSpec.read(run_dir)
         text = (run_dir / PROPERTIES_FILE).read_text(encoding="utf-8")
@@ -226,8 +234,8 @@ class Supervisor:
         make the archive in the background for the drivers after it (see :mod:`.cds`)."""
         missing, self.spec.cds_missing = self.spec.cds_missing, None
         if missing:
-            from flinkish_cli.submission import cds
-            from flinkish_cli.submission.spark_submit import pyspark_home
+            from flinkish_cli.spark import cds
+            from flinkish_cli.spark.install import pyspark_home
 
             log.info("%s", cds.make_missing(pyspark_home(), Path(missing)))
 
@@ -257,8 +265,7 @@ class Supervisor:
 
     def _write_properties(self, attempt: int) -> None:
         """The private properties file, fresh for each attempt (the driver deletes it)."""
-        from flinkish_cli.submission.launcher import write_private
-        from flinkish_cli.submission.plan import PLAN_CONF_KEY, JobPlan
+        from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan
 
         text = self.properties
         if attempt:
@@ -275,22 +282,18 @@ class Supervisor:
     def _decide(self, cause: str) -> float | None:
         """Ask the restart strategy; the delay before the next driver, or None (FAILED)."""
         from flinkish_cli.registry.status import JobState
-        from flinkish_cli.runtime.restart import replay
+        from flinkish_cli.runtime.restart import record_failure
 
         status = self.registry.get(self.spec.job_id)
         now = time.time()
-        decision = replay(self.config, status.failure_times, now)
-        status.failure_times.append(now)
+        decision = record_failure(self.config, status, cause, now)
         if not decision.restart:
             status.state = JobState.FAILED
-            status.failure_cause = f"{cause}\n(not restarted: {decision.reason})"
+            status.failure_cause = f"{cause}\n({decision.note})"
             status.end_time = now
             self._write(status)
             log.error("Job failed: %s", status.failure_cause)
             return None
-        status.state = JobState.RESTARTING
-        status.restarts += 1
-        status.failure_cause = cause
         self._write(status)
         log.warning("%s Restarting the driver in %.1f s.", cause, decision.delay)
         return decision.delay
@@ -312,6 +315,7 @@ class Supervisor:
 
     def _cancel_requested(self) -> bool:
         """Answer control requests while no driver runs: cancel and stop end the job."""
+        from flinkish_cli.registry import protocol
         from flinkish_cli.registry.control import ControlChannel, ControlResponse
 
         channel = ControlChannel(self.registry, self.spec.job_id)
@@ -321,7 +325,11 @@ class Supervisor:
             return False
         cancel = False
         for request in requests:
-            if request.action in ("cancel", "stop") and not request.args.get("savepoint"):
+            try:
+                ends = protocol.ends_at_once(protocol.command_of(request))
+            except ValueError:
+                ends = False
+            if ends:
                 channel.respond(ControlResponse(request.request_id, ok=True))
                 cancel = True
             else:
@@ -344,10 +352,11 @@ class Supervisor:
         except ProcessLookupError:
             self._cli_gone = True
             log.warning("The attached client (pid %d) is gone: cancelling the job (-sae).", pid)
-            from flinkish_cli.registry.control import ControlChannel, ControlRequest
+            from flinkish_cli.registry.control import ControlChannel
+            from flinkish_cli.registry.protocol import Cancel, to_request
 
             with contextlib.suppress(Exception):
-                ControlChannel(self.registry, self.spec.job_id).send(ControlRequest("cancel"))
+                ControlChannel(self.registry, self.spec.job_id).send(to_request(Cancel()))
         except PermissionError:
             return
 
@@ -380,69 +389,18 @@ class Supervisor:
 
     def handle_signal(self, signum: int, _frame: Any) -> None:
         """SIGTERM/SIGINT of the supervisor: stop the job gracefully, through its driver."""
-        from flinkish_cli.registry.control import ControlChannel, ControlRequest
+        from flinkish_cli.registry.control import ControlChannel
+        from flinkish_cli.registry.protocol import Stop, to_request
 
         self.stopping = True
         with contextlib.suppress(Exception):
             ControlChannel(self.registry, self.spec.job_id).send(
-                ControlRequest("stop", {"reason": f"Stopped by {signal.Signals(signum).name}."})
+                to_request(Stop(f"Stopped by {signal.Signals(signum).name}."))
             )
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """The keys and values of a properties file flinkish wrote (one ``key=value`` a line)."""
-    values = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = _split_escaped(line)
-        values[_unescape(key)] = _unescape(value)
-    return values
-
-
-def replace_property(text: str, key: str, value: str) -> str:
-    """``text`` with ``key``'s value replaced (the value must need no escaping)."""
-    lines = []
-    for line in text.splitlines():
-        if _unescape(_split_escaped(line)[0]) == key:
-            line = f"{key}={value}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
-def _split_escaped(line: str) -> tuple[str, str, str]:
-    index = 0
-    while index < len(line):
-        if line[index] == "\\":
-            index += 2
-            continue
-        if line[index] == "=":
-            return line[:index], "=", line[index + 1 :]
-        index += 1
-    return line, "", ""
-
-
-def _unescape(text: str) -> str:
-    out = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            nxt = text[index + 1]
-            if nxt == "u" and index + 5 < len(text):
-                out.append(chr(int(text[index + 2 : index + 6], 16)))
-                index += 6
-                continue
-            out.append({"n": "\n", "r": "\r", "t": "\t"}.get(nxt, nxt))
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
-
-
 def main(argv: list[str] | None = None) -> None:
-    """``python -m flinkish_cli.submission.supervisor <run dir>``."""
+    """``python -m flinkish_cli.runtime.supervisor <run dir>``."""
     args = sys.argv[1:] if argv is None else argv
     run_dir = Path(args[0])
     logging.basicConfig(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flinkish_cli.submission import cds
+from flinkish_cli.spark import cds
 from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
 
 COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")

@@ -1,6 +1,6 @@
 """Failure causes: a few lines of the real message, never a Java stack trace."""
 
-from flinkish_cli.runtime.failures import short_cause
+from flinkish_cli.spark.failures import short_cause
 
 
 class StreamingQueryException(Exception):

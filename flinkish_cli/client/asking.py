@@ -1,6 +1,6 @@
-"""Acting on a job from any shell: ask its driver through the control channel and wait.
+"""Asking a job from any shell: send a command through the control channel and wait.
 
-Used by ``cancel``, ``stop``, ``savepoint`` and ``checkpoint``; callable without click.
+The mechanics under :class:`~flinkish_cli.client.jobs.JobClient`'s actions.
 
 A waiting command never leaves a request behind that could be carried out after it gave up:
 its request expires when the command stops waiting, and on a time-out, Ctrl-C or SIGTERM
@@ -27,6 +27,7 @@ from flinkish_cli.registry.control import (
     poll_interval,
 )
 from flinkish_cli.registry.jobid import parse_job_id
+from flinkish_cli.registry.protocol import Action, Command, to_request
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableStatusError
 
@@ -41,10 +42,10 @@ ALREADY_ENDING = "already ending"
 
 #: Wording per action, for messages ("the savepoint request", "take a savepoint of").
 WHAT = {
-    "cancel": "cancel",
-    "stop": "stop-with-savepoint",
-    "savepoint": "savepoint",
-    "checkpoint": "checkpoint",
+    Action.CANCEL.value: "cancel",
+    Action.STOP.value: "stop-with-savepoint",
+    Action.SAVEPOINT.value: "savepoint",
+    Action.CHECKPOINT.value: "checkpoint",
 }
 
 
@@ -71,26 +72,26 @@ def require_running(registry: JobRegistry, job_id: str, action: str) -> JobStatu
 
 
 def send_detached(
-    registry: JobRegistry, job_id: str, request: ControlRequest, ttl: float = DETACHED_TTL
+    registry: JobRegistry, job_id: str, command: Command, ttl: float = DETACHED_TTL
 ) -> str:
-    """Send ``request`` without waiting (a detached trigger); its id, the trigger id.
+    """Send ``command`` without waiting (a detached trigger); its request id, the trigger id.
 
     The job carries it out when its driver next polls, at most ``ttl`` seconds from now.
     """
+    request = to_request(command)
     request.expires = time.time() + ttl
     ControlChannel(registry, job_id).send(request)
     return request.request_id
 
 
-def ask(
-    registry: JobRegistry, job_id: str, request: ControlRequest, timeout: float
-) -> ControlResponse:
-    """Send ``request`` to the job's driver and wait for its response.
+def ask(registry: JobRegistry, job_id: str, command: Command, timeout: float) -> ControlResponse:
+    """Send ``command`` to the job's driver and wait for its response.
 
     The request expires when this gives up. On a time-out, Ctrl-C (KeyboardInterrupt) or
     SIGTERM the request is withdrawn; the error says whether the job had already started it.
     """
     channel = ControlChannel(registry, job_id)
+    request = to_request(command)
     what = WHAT.get(request.action, request.action)
     request.expires = time.time() + timeout
     first = registry.find(job_id)
@@ -260,15 +261,3 @@ def _ending(registry: JobRegistry, job_id: str, within: float = 3.0) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.2)
-
-
-def cancel_job(registry: JobRegistry, job_id: str, timeout: float = 120.0) -> JobStatus:
-    """Cancel a running job at once; its final status."""
-    status = require_running(registry, job_id, "cancel")
-    response = ask(registry, status.job_id, ControlRequest("cancel"), timeout)
-    if not response.ok:
-        raise refused_end(registry, status.job_id, "cancel", response)
-    final = wait_for_end(registry, status.job_id, timeout)
-    if not final.effective_state().is_terminal:
-        raise JobError(f"Job {status.job_id} is still {final.state.value} after {timeout:.0f} s.")
-    return final

@@ -3,7 +3,9 @@
 A :class:`JobPlan` is built once by the CLI from the effective configuration and the ``run``
 arguments, and travels to the job's driver inside the Spark configuration (base64 JSON under
 ``spark.flinkish.plan``). It never holds secrets: those reach Spark only through the private
-properties file (see :mod:`flinkish_cli.submission.launcher`).
+properties file (see :mod:`flinkish_cli.plan.rundir`).
+
+This module imports nothing of flinkish's: every layer may use it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,22 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 PLAN_CONF_KEY = "spark.flinkish.plan"
+#: Where a session job's client finds what spark-submit's --py-files/--archives would give.
+SESSION_PY_FILES = "spark.flinkish.session.pyFiles"
+SESSION_ARCHIVES = "spark.flinkish.session.archives"
+
+
+def job_root(script: Path) -> Path:
+    """The directory whose content becomes the import root of the job: the script's own,
+    or above it while it is a package (has ``__init__.py``)."""
+    directory = script.resolve().parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory
 
 
 @dataclass

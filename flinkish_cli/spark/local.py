@@ -8,7 +8,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 _LOG4J2 = """\
@@ -38,8 +38,11 @@ def quiet_stderr() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def local_session(master: str, conf: Mapping[str, str]) -> Iterator[Any]:
-    """A local SparkSession with ``conf``, stopped afterwards."""
+def local_session(
+    master: str, conf: Mapping[str, str], stop: Callable[[Any], None] | None = None
+) -> Iterator[Any]:
+    """A local SparkSession with ``conf``, stopped afterwards by ``stop(spark)`` (its own
+    ``stop()`` by default; a caller that patched it passes the original)."""
     with tempfile.TemporaryDirectory(prefix="flinkish-spark-") as conf_dir:
         with open(os.path.join(conf_dir, "log4j2.properties"), "w") as handle:
             handle.write(_LOG4J2)
@@ -59,7 +62,8 @@ def local_session(master: str, conf: Mapping[str, str]) -> Iterator[Any]:
             try:
                 yield spark
             finally:
-                from flinkish_cli.runtime.flavour import classic
-                from flinkish_cli.runtime.hooks import stop_session
+                (stop or _stop)(spark)
 
-                stop_session(classic(), spark)
+
+def _stop(spark: Any) -> None:
+    spark.stop()

@@ -1,0 +1,10 @@
+"""The job client: one place that acts on jobs, for every front end.
+
+- :mod:`.jobs`: :class:`~.jobs.JobClient` (list, logs, cancel, stop, savepoint, checkpoint,
+  dispose, inspect), as Flink's ``ClusterClient`` serves both Flink's CLI and its web UI.
+- :mod:`.asking`: sending a command to a job's driver through the control channel, waiting
+  for its answer, and withdrawing it when the caller gives up.
+
+Above the submission layer and below the CLI: the CLI (and later the REST API) parse and
+present; they never talk to the registry's control channel themselves.
+"""

@@ -1,0 +1,293 @@
+"""The job client: every action on flinkish's jobs, as Flink's ``ClusterClient`` is for Flink.
+
+The CLI's commands call it, and so will every other front end (a REST API, upgrades): they
+parse and present, the client acts. Each method takes plain arguments and returns plain
+results or raises a :class:`~flinkish_cli.errors.FlinkishError` that says what went wrong.
+
+A local savepoint directory given relative (``./sp``) is resolved against the caller's
+working directory before the request leaves this process: the job's driver runs elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flinkish_cli.client.asking import (
+    ask,
+    refused_end,
+    require_running,
+    send_detached,
+    wait_for_end,
+)
+from flinkish_cli.errors import JobError, SavepointError, UsageError
+from flinkish_cli.registry.jobid import parse_job_id
+from flinkish_cli.registry.protocol import (
+    CANCEL_TIMEOUT,
+    CHECKPOINT_TIMEOUT,
+    END_TIMEOUT,
+    SAVEPOINT_TIMEOUT,
+    Cancel,
+    CheckpointDone,
+    SavepointDone,
+    StopWithSavepoint,
+    TriggerCheckpoint,
+    TriggerSavepoint,
+)
+from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
+
+if TYPE_CHECKING:
+    from flinkish_cli.runtime.planner import QueryPlan
+    from flinkish_cli.submission.run import Presenter
+    from flinkish_cli.submission.submit import RunRequest
+
+SCHEMES = ("file://", "s3://", "s3a://", "hdfs://")
+
+
+def resolve_local(path: str) -> str:
+    """``path`` as the caller means it: a local path relative to the working directory (or
+    starting with ``~``) made absolute; URIs unchanged."""
+    if "://" in path:
+        return path
+    if path.startswith("file:") and not path.startswith("file:/"):
+        path = path[len("file:") :]  # file:relative/dir
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def savepoint_target(config: Any, given: str | None) -> str:
+    """The directory a savepoint goes to: the one given, else the configured default, with a
+    relative local path resolved against the caller's working directory."""
+    target = given or config.get("execution.checkpointing.savepoint-dir")
+    if not target:
+        raise UsageError(
+            "No savepoint directory given and execution.checkpointing.savepoint-dir is not set.",
+            "Pass a target directory, or set execution.checkpointing.savepoint-dir.",
+        )
+    target = str(target)
+    if "://" in target and not target.startswith(SCHEMES):
+        raise UsageError(
+            f"{target} is not on a supported storage.",
+            "Use a local path, file://, s3://, s3a:// or hdfs:// URI.",
+        )
+    resolved = resolve_local(target)
+    return resolved.rstrip("/") or resolved
+
+
+@dataclass
+class StopOutcome:
+    """What became of a job stopped (or cancelled) with a savepoint."""
+
+    job_id: str
+    path: str
+    state: JobState
+    cause: str | None
+
+    def ended_as(self, expected: JobState) -> JobError | None:
+        """An error when the job did not end ``expected`` once its savepoint was taken."""
+        if self.state is expected:
+            return None
+        if not self.state.is_terminal:
+            return JobError(
+                f"Job {self.job_id} is still {self.state.value} {END_TIMEOUT:.0f} s after its "
+                f"savepoint {self.path} completed.",
+                "See 'flinkish list -a' and the job's log ('flinkish logs').",
+            )
+        detail = f": {self.cause.splitlines()[0]}" if self.cause else ""
+        return JobError(
+            f"Job {self.job_id} ended {self.state.value} after its savepoint {self.path}{detail}."
+        )
+
+
+class JobClient:
+    """Every action on the jobs of one configuration's registry."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self._registry: JobRegistry | None = None
+
+    def open(self) -> JobClient:
+        """Open the registry now, so that a storage that cannot be used fails here."""
+        _ = self.registry
+        return self
+
+    @property
+    def registry(self) -> JobRegistry:
+        """The registry the configuration names (opened on first use)."""
+        if self._registry is None:
+            self._registry = registry_for(self.config)
+        return self._registry
+
+    # -- starting a job --------------------------------------------------------------------
+    def submit(self, request: RunRequest, presenter: Presenter) -> JobStatus:
+        """Run a job (``flinkish run``): prepare, start, and follow it or detach; what the
+        user sees goes through ``presenter``. The job's status when it ran, or ended."""
+        from flinkish_cli.submission.run import submit_and_follow
+
+        return submit_and_follow(request, self.config, presenter)
+
+    def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
+        """``flinkish info``: run the script in a quiet local Spark session without starting
+        any query; the script's path and each query's plan."""
+        from flinkish_cli.config import to_spark
+        from flinkish_cli.plan.job import Entry
+        from flinkish_cli.runtime.planner import plan_queries
+        from flinkish_cli.spark.install import check_java
+        from flinkish_cli.submission.submit import RunRequest, check_program
+
+        path = check_program(RunRequest(script=script))
+        check_java()
+        translation = to_spark(self.config)
+        master = translation.master if translation.master.startswith("local") else "local[*]"
+        conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
+        entry = Entry(kind="file", target=str(path), args=args)
+        return str(path), plan_queries(entry, conf, master)
+
+    # -- reading ---------------------------------------------------------------------------
+    def list_jobs(self) -> tuple[list[JobStatus], list[UnreadableJob]]:
+        """Every job, newest first, and the jobs whose status could not be read."""
+        return self.registry.scan()
+
+    def log(
+        self, job_id: str, follow: bool = False, last_lines: int | None = None
+    ) -> Iterator[str]:
+        """The job's driver log in chunks of text; ``follow`` keeps reading while it runs."""
+        from flinkish_cli.registry.logs import stream_log
+
+        log_dir = str(self.config.get("env.log.dir"))
+        return stream_log(
+            self.registry, parse_job_id(job_id), log_dir, follow=follow, last_lines=last_lines
+        )
+
+    def _running(self, job_id: str, action: str) -> JobStatus:
+        return require_running(self.registry, parse_job_id(job_id), action)
+
+    # -- ending a job ----------------------------------------------------------------------
+    def cancel(self, job_id: str, timeout: float = CANCEL_TIMEOUT) -> JobStatus:
+        """Cancel a running job at once; its final status."""
+        status = self._running(job_id, "cancel")
+        response = ask(self.registry, status.job_id, Cancel(), timeout)
+        if not response.ok:
+            raise refused_end(self.registry, status.job_id, "cancel", response)
+        final = wait_for_end(self.registry, status.job_id, timeout)
+        if not final.effective_state().is_terminal:
+            raise JobError(
+                f"Job {status.job_id} is still {final.state.value} after {timeout:.0f} s."
+            )
+        return final
+
+    def _stop_command(
+        self, job_id: str, target: str | None, drain: bool, end_state: JobState, fmt: str
+    ) -> tuple[str, StopWithSavepoint]:
+        action = "cancel" if end_state is JobState.CANCELED else "stop"
+        status = self._running(job_id, action)
+        command = StopWithSavepoint(
+            target=savepoint_target(self.config, target),
+            drain=drain,
+            format_type=fmt,
+            end_state=end_state.value,
+        )
+        return status.job_id, command
+
+    def stop(
+        self,
+        job_id: str,
+        target: str | None,
+        drain: bool,
+        format_type: str = "CANONICAL",
+        end_state: JobState = JobState.FINISHED,
+    ) -> StopOutcome:
+        """Stop a job gracefully with a savepoint (``end_state`` CANCELED: Flink's deprecated
+        cancel with a savepoint); the savepoint's path and the state the job ended in."""
+        action = "cancel" if end_state is JobState.CANCELED else "stop"
+        job_id, command = self._stop_command(job_id, target, drain, end_state, format_type)
+        response = ask(self.registry, job_id, command, SAVEPOINT_TIMEOUT)
+        if not response.ok:
+            if response.result.get("unreadable"):
+                raise SavepointError(f"Stopping job {job_id} failed: {response.error}")
+            raise refused_end(self.registry, job_id, action, response)
+        path = _savepoint_path(response.result, job_id)
+        final = wait_for_end(self.registry, job_id, END_TIMEOUT)
+        return StopOutcome(job_id, path, final.effective_state(), final.effective_failure_cause())
+
+    def stop_detached(
+        self, job_id: str, target: str | None, drain: bool, format_type: str = "CANONICAL"
+    ) -> str:
+        """Ask a running job to stop with a savepoint without waiting; the trigger id."""
+        job_id, command = self._stop_command(job_id, target, drain, JobState.FINISHED, format_type)
+        detached = StopWithSavepoint(
+            command.target, command.drain, command.format_type, command.end_state, detached=True
+        )
+        return send_detached(self.registry, job_id, detached)
+
+    # -- savepoints and checkpoints --------------------------------------------------------
+    def savepoint(self, job_id: str, target: str | None, format_type: str = "CANONICAL") -> str:
+        """Take a savepoint of a running job; its path."""
+        status = self._running(job_id, "take a savepoint of")
+        command = TriggerSavepoint(savepoint_target(self.config, target), format_type)
+        response = ask(self.registry, status.job_id, command, SAVEPOINT_TIMEOUT)
+        if not response.ok:
+            raise SavepointError(f"Savepoint of job {status.job_id} failed: {response.error}")
+        return _savepoint_path(response.result, status.job_id)
+
+    def savepoint_detached(
+        self, job_id: str, target: str | None, format_type: str = "CANONICAL"
+    ) -> str:
+        """Ask a running job for a savepoint without waiting; the trigger id."""
+        status = self._running(job_id, "take a savepoint of")
+        command = TriggerSavepoint(
+            savepoint_target(self.config, target), format_type, detached=True
+        )
+        return send_detached(self.registry, status.job_id, command)
+
+    def checkpoint(self, job_id: str) -> CheckpointDone:
+        """Wait for the job's next completed checkpoint (a committed batch of every query)."""
+        status = self._running(job_id, "checkpoint")
+        response = ask(self.registry, status.job_id, TriggerCheckpoint(), CHECKPOINT_TIMEOUT)
+        if not response.ok:
+            raise SavepointError(f"Checkpoint of job {status.job_id} failed: {response.error}")
+        try:
+            return CheckpointDone.from_result(response.result)
+        except ValueError as error:
+            raise SavepointError(f"Checkpoint of job {status.job_id}: {error}.") from None
+
+    def dispose_savepoint(self, path: str) -> None:
+        """Delete a savepoint (and refuse anything else)."""
+        from flinkish_cli.savepoints.dispose import dispose
+        from flinkish_cli.storage import open_for_config
+
+        path = path.rstrip("/")
+        dispose(open_for_config(path, self.config), path)
+
+    def savepoint_info(self, path: str, rows: bool = True) -> dict[str, Any]:
+        """What a savepoint (or retained checkpoint) holds, with state row counts."""
+        from flinkish_cli.savepoints.inspect import count_state_rows, describe
+        from flinkish_cli.savepoints.restore import open_source
+        from flinkish_cli.storage import open_for_config
+
+        path = path.rstrip("/")
+        source = open_source(open_for_config(path, self.config), path)
+        summary = describe(source.manifest)
+        summary["path"] = path
+        if rows and any(q.stateful for q in source.manifest.queries):
+            from flinkish_cli.config import to_spark
+
+            conf = to_spark(self.config).conf
+            hadoop = {k: v for k, v in conf.items() if k.startswith("spark.hadoop.")}
+            by_query: dict[str, dict[int, dict[str, int]]] = {}
+            for item in count_state_rows(path, source.manifest, hadoop):
+                by_query.setdefault(item.query, {})[item.operator_id] = item.rows
+            for query in summary["queries"]:
+                rows_of = by_query.get(query["name"], {})
+                for operator in query["stateful-operators"]:
+                    operator["rows"] = rows_of.get(operator["id"], {})
+        return summary
+
+
+def _savepoint_path(result: dict[str, Any], job_id: str) -> str:
+    try:
+        return SavepointDone.from_result(result).path
+    except ValueError:
+        raise SavepointError(f"Job {job_id} answered without a savepoint path.") from None

@@ -1,0 +1,124 @@
+"""The job's run directory: its private files, their names and formats.
+
+Every job gets a private run directory (mode 0700) under its log directory, written by the
+CLI (:mod:`flinkish_cli.submission.launcher`) and read by the job's supervisor and driver
+(:mod:`flinkish_cli.runtime`):
+
+- ``spark.properties`` (mode 0600): every Spark setting, secrets included, in Java's
+  properties format (:func:`properties_text` writes it, :func:`parse_properties` reads it),
+  read by ``spark-submit --properties-file`` or by a session job's client. Nothing secret goes
+  on a command line. The driver deletes it as soon as it has read it; the supervisor writes it
+  again for a restarted driver and deletes it whenever a driver exits.
+- ``log4j2.properties``: sends Spark's log to the job's log file instead of the console
+  (named by ``-Dlog4j.configurationFile``: the run directory is not on the class path).
+- ``supervisor.json`` / ``supervisor.pid``: what the job's supervisor runs, and its pid.
+- ``job.zip`` and other packages shipped with ``--py-files``.
+
+This module imports nothing of flinkish's: every layer may use it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+#: A run directory is ``<log dir>/.run-<JobID>``.
+RUN_DIR_PREFIX = ".run-"
+PROPERTIES_FILE = "spark.properties"
+LOG4J2_FILE = "log4j2.properties"
+SPEC_FILE = "supervisor.json"
+PID_FILE = "supervisor.pid"
+
+
+def make_run_dir(base: Path, job_id: str) -> Path:
+    """Create the job's private run directory under ``base``."""
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / f"{RUN_DIR_PREFIX}{job_id}"
+    run_dir.mkdir(mode=0o700)
+    os.chmod(run_dir, 0o700)
+    return run_dir
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new file readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def properties_text(properties: Mapping[str, str]) -> str:
+    """Java properties file content, escaped so that any value survives."""
+    return "".join(f"{_escape(k, True)}={_escape(v, False)}\n" for k, v in properties.items())
+
+
+def _escape(text: str, key: bool) -> str:
+    out = []
+    for index, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char in "=:#!" or (char == " " and (key or index == 0)):
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) > 126 or ord(char) < 32:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """The keys and values of a properties file flinkish wrote (one ``key=value`` a line)."""
+    values = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = _split_escaped(line)
+        values[_unescape(key)] = _unescape(value)
+    return values
+
+
+def replace_property(text: str, key: str, value: str) -> str:
+    """``text`` with ``key``'s value replaced (the value must need no escaping)."""
+    lines = []
+    for line in text.splitlines():
+        if _unescape(_split_escaped(line)[0]) == key:
+            line = f"{key}={value}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _split_escaped(line: str) -> tuple[str, str, str]:
+    index = 0
+    while index < len(line):
+        if line[index] == "\\":
+            index += 2
+            continue
+        if line[index] == "=":
+            return line[:index], "=", line[index + 1 :]
+        index += 1
+    return line, "", ""
+
+
+def _unescape(text: str) -> str:
+    out = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            nxt = text[index + 1]
+            if nxt == "u" and index + 5 < len(text):
+                out.append(chr(int(text[index + 2 : index + 6], 16)))
+                index += 6
+                continue
+            out.append({"n": "\n", "r": "\r", "t": "\t"}.get(nxt, nxt))
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)

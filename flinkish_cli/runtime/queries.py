@@ -1,0 +1,317 @@
+"""The job's streaming queries as its driver sees them: started by the hooks, reported by
+Spark's listener.
+
+:class:`JobQueries` is the :class:`~flinkish_cli.runtime.hooks.QueryStarter` the hooks call
+as the program starts its queries (each gets its checkpoint, restored first when the job
+resumes, and its trigger) and the receiver of Spark's query events
+(:class:`~flinkish_cli.runtime.listener.StatusListener`): each completed micro-batch goes
+into the job's status. It also knows every query of the session still running, and clears
+what an attempt of the program left behind before the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from typing import Any
+
+from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.registry.status import JobState, Progress, QueryStatus
+from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.runtime import hooks
+from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
+from flinkish_cli.runtime.flavour import Flavour
+from flinkish_cli.runtime.identity import QueryIdentity
+from flinkish_cli.runtime.restoring import JobRestorer
+from flinkish_cli.runtime.status_keeper import StatusKeeper
+
+log = logging.getLogger("flinkish.runtime")
+
+#: How long a graceful stop waits for a running micro-batch before stopping it anyway.
+GRACEFUL_STOP_TIMEOUT = 120.0
+
+
+class JobQueries:
+    """The job's queries: their handles, identities and progress."""
+
+    dry_run = False
+
+    def __init__(
+        self,
+        plan: JobPlan,
+        flavour: Flavour,
+        registry: JobRegistry,
+        settings: Any,
+        rules: CheckpointRules,
+        keeper: StatusKeeper,
+        restorer: JobRestorer,
+        watcher: BatchWatcher,
+    ) -> None:
+        self.plan = plan
+        self.flavour = flavour
+        self.registry = registry
+        self.settings = settings
+        self.rules = rules
+        self.keeper = keeper
+        self.restorer = restorer
+        self.watcher = watcher
+        self.spark: Any = None
+        self.handles: dict[str, Any] = {}
+        self.has_run = False  # the program reached its first wait, or a batch committed
+        self.identities: dict[str, QueryIdentity] = {}
+        self._script_listeners: list[tuple[Any, Any]] = []
+
+    @property
+    def _entries(self) -> dict[str, QueryStatus]:
+        return self.keeper.status.queries
+
+    # -- QueryStarter (hooks) ------------------------------------------------------------
+    def attach(self, spark: Any) -> None:
+        """The program's SparkSession, met at its first query: listen to its queries."""
+        if self.spark is spark:
+            return
+        self.spark = spark
+        from flinkish_cli.runtime.listener import StatusListener
+
+        hooks.original(self.flavour.manager, "addListener")(spark.streams, StatusListener(self))
+
+    def configure(self, writer: Any, query: QueryIdentity, spark: Any) -> None:
+        """Checkpoint (restored first when the job resumes) and trigger of a starting query."""
+        self.attach(spark)
+        checkpoint, owner = self._checkpoint_of(writer, query, spark)
+        target = self._storage_of(checkpoint, owner)
+        self.restorer.restore_query(
+            query,
+            target,
+            checkpoint,
+            spark,
+            script_owned=owner == "script",
+            repartition=self.flavour.repartition,
+        )
+        sink_path = getattr(writer, "_flinkish_path", None)
+        if sink_path and query.identity in self.restorer.restored:
+            self.restorer.check_file_sink(query, str(sink_path), target, checkpoint)
+        if owner == "flinkish":
+            hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
+        self._set_trigger(writer, query)
+        if query.generated:
+            log.info(
+                "Streaming query #%s has no name: its identity is '%s' (%s), generated from "
+                "the order in which the program starts its unnamed queries. Name it with "
+                ".queryName('...') so that its state survives changes to the program.",
+                query.identity.rsplit("-", 1)[-1],
+                query.identity,
+                query.shape.describe(),
+            )
+        with self.keeper.lock:
+            self._entries[query.identity] = QueryStatus(name=query.identity, checkpoint=checkpoint)
+            self.identities[query.identity] = query
+
+    def _set_trigger(self, writer: Any, query: QueryIdentity) -> None:
+        """BATCH mode: availableNow; else the job's interval unless the script set one."""
+        script_trigger = getattr(writer, "_flinkish_trigger", None)
+        if self.plan.runtime_mode == "BATCH":
+            if script_trigger and not script_trigger.get("availableNow"):
+                log.info(
+                    "%s: BATCH mode runs it with availableNow (the script set %s).",
+                    query.label(),
+                    script_trigger,
+                )
+            hooks.set_writer_trigger(self.flavour, writer, availableNow=True)
+        elif not script_trigger:
+            interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
+            if interval_ms:
+                hooks.set_writer_trigger(
+                    self.flavour, writer, processingTime=f"{interval_ms} milliseconds"
+                )
+
+    def _checkpoint_of(self, writer: Any, query: QueryIdentity, spark: Any) -> tuple[str, str]:
+        """The query's checkpoint and who owns it: the script's own, as Spark would use it,
+        or flinkish's ``<execution.checkpointing.dir>/<JobID>/<identity>``."""
+        from flinkish_cli.storage import join
+
+        own = getattr(writer, "_flinkish_checkpoint", None)
+        if own:
+            return str(own).rstrip("/"), "script"
+        if query.spark_name is not None:
+            try:
+                root = spark.conf.get("spark.sql.streaming.checkpointLocation", None)
+            except Exception:
+                root = None
+            if root:  # Spark's own rule for named queries: <root>/<queryName>
+                return join(str(root).rstrip("/"), str(query.spark_name)), "script"
+        return join(self.plan.job_dir, query.identity), "flinkish"
+
+    def _storage_of(self, path: str, owner: str) -> Any:
+        """The storage of a query's checkpoint (the registry's, unless the script chose)."""
+        if owner == "flinkish":
+            return self.registry.storage
+        from flinkish_cli.storage import open_storage
+
+        return open_storage(path, self.settings)
+
+    def started(self, query: QueryIdentity, handle: Any) -> None:
+        with self.keeper.lock:
+            self.handles[query.identity] = handle
+            entry = self._entries[query.identity]
+            entry.query_id = str(handle.id)
+            entry.run_id = str(handle.runId)
+            entry.active = True
+            waiting = self.keeper.state in (JobState.CREATED, JobState.RESTARTING)
+            if waiting and not self.restorer.waits_for_queries(list(self.handles)):
+                self.keeper.status.state = JobState.RUNNING
+        log.info("%s started (id %s, checkpoint %s).", query.label(), handle.id, entry.checkpoint)
+        self.keeper.flush()
+
+    def first_wait(self) -> None:
+        """The program waits on its queries: they are the job (restore checked here)."""
+        self.restorer.check_all_found(list(self.handles))
+        self.has_run = True
+        with self.keeper.lock:
+            if self.keeper.state in (JobState.CREATED, JobState.RESTARTING):
+                self.keeper.status.state = JobState.RUNNING
+        self.keeper.flush()
+
+    def listener_added(self, manager: Any, listener: Any) -> None:
+        self._script_listeners.append((manager, listener))
+
+    def session_stopped(self) -> None:
+        """The program called ``spark.stop()``: its queries stop, as they would in Spark."""
+        log.info("The program stopped its SparkSession: stopping its queries.")
+        for handle in self.all_active():
+            with contextlib.suppress(Exception):
+                handle.stop()
+
+    # -- listener ------------------------------------------------------------------------
+    def on_started(self, name: str | None, query_id: str, run_id: str) -> None:
+        return None
+
+    def _identity_of(self, progress: dict[str, Any]) -> str | None:
+        """The identity a progress report belongs to: by the query's run (an unnamed query
+        has no name in Spark's reports, a renamed one Spark's name), else by its name."""
+        run_id, query_id = str(progress.get("runId")), str(progress.get("id"))
+        for identity, entry in self._entries.items():
+            if entry.run_id == run_id:
+                return identity
+        for identity, entry in self._entries.items():
+            if entry.query_id == query_id and entry.active:
+                return identity
+        name = progress.get("name")
+        return name if name in self._entries else None
+
+    def on_progress(self, progress: dict[str, Any]) -> None:
+        with self.keeper.lock:
+            name = self._identity_of(progress)
+            entry = self._entries.get(name) if name else None
+            if entry is None:
+                return
+            done = Progress.from_spark(progress)
+            entry.record(done)
+        self.has_run = True
+        self.keeper.changed()
+        self.watcher.completed(str(name), done)
+        with self.keeper.lock:
+            batches = {n: q.last_committed_batch for n, q in self._entries.items()}
+        self.restorer.claim_if_done(batches)
+
+    def on_terminated(self, query_id: str, exception: str | None) -> None:
+        with self.keeper.lock:
+            for entry in self._entries.values():
+                if entry.query_id == query_id:
+                    entry.active = False
+                    if exception:
+                        entry.exception = exception.splitlines()[0][:500]
+        self.keeper.changed()
+
+    def reconcile(self) -> None:
+        """Record batches the (asynchronous) listener has not reported yet."""
+        for name, query in list(self.handles.items()):
+            try:
+                recent = query.recentProgress
+            except Exception:  # the JVM may be going away
+                continue
+            with self.keeper.lock:
+                entry = self._entries[name]
+                last = entry.last_committed_batch if entry.last_committed_batch is not None else -1
+                for progress in recent:
+                    document = progress if isinstance(progress, dict) else json.loads(progress.json)
+                    if int(document.get("batchId", -1)) > last:
+                        entry.record(Progress.from_spark(document))
+                        last = entry.last_committed_batch or last
+
+    # -- what the job asks of its queries ------------------------------------------------
+    def last_batch(self, name: str) -> int | None:
+        """The query's last committed batch, as recorded."""
+        with self.keeper.lock:
+            entry = self._entries.get(name)
+            return entry.last_committed_batch if entry else None
+
+    def checkpoint_dirs(self) -> dict[str, str]:
+        """Each query's checkpoint directory, as recorded when it started."""
+        with self.keeper.lock:
+            return {name: self._entries[name].checkpoint for name in self.handles}
+
+    def all_active(self) -> list[Any]:
+        """Every active query of the session (the job's, and any started around the hooks)."""
+        handles = list(self.handles.values())
+        if self.spark is not None:
+            with contextlib.suppress(Exception):
+                known = {str(h.id) for h in handles}
+                handles += [q for q in self.spark.streams.active if str(q.id) not in known]
+        return [h for h in handles if is_active(h)]
+
+    def new_attempt(self) -> None:
+        """Forget the handles of the previous attempt: the program starts its queries again."""
+        self.handles = {}
+
+    def clear_attempt(self) -> None:
+        """Nothing of a failed attempt leaks into the next: its queries stop, Spark forgets
+        their terminations (``awaitAnyTermination`` would return at once otherwise) and the
+        listeners the script added go."""
+        for handle in self.all_active():
+            with contextlib.suppress(Exception):
+                handle.stop()
+        if self.spark is not None:
+            with contextlib.suppress(Exception):
+                self.spark.streams.resetTerminated()
+            for manager, listener in self._script_listeners:
+                with contextlib.suppress(Exception):
+                    manager.removeListener(listener)
+        self._script_listeners.clear()
+
+    def stop_all(self, graceful: bool) -> None:
+        """Stop the job's queries: between batches (``graceful``), or at once."""
+        for name, query in list(self.handles.items()):
+            try:
+                if graceful:
+                    stop_between_batches(query)
+                else:
+                    query.stop()
+            except Exception as error:
+                log.warning("Stopping query '%s': %s", name, error)
+
+
+def is_active(query: Any) -> bool:
+    """Whether the query runs (False when the session or the JVM is going away)."""
+    try:
+        return bool(query.isActive)
+    except Exception:
+        return False
+
+
+def stop_between_batches(query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT) -> None:
+    """Stop ``query`` while it waits for its next trigger, never in the middle of a batch.
+
+    Spark has no "stop after this batch"; flinkish watches the query's status and stops it
+    as soon as no trigger is active. Should a trigger begin in the instant between the check
+    and the stop, Spark aborts that batch and it is replayed from the offset log on resume,
+    so no data is lost or duplicated. After ``timeout`` the query is stopped regardless.
+    """
+    deadline = time.monotonic() + timeout
+    while query.isActive and time.monotonic() < deadline:
+        if not query.status.get("isTriggerActive"):
+            break
+        time.sleep(0.02)
+    query.stop()

@@ -1,0 +1,96 @@
+"""Savepoints and checkpoints of a running job, taken inside its driver.
+
+A savepoint copies every query's checkpoint at its last committed micro-batch
+(:func:`flinkish_cli.savepoints.create.take_savepoint`) while the queries run on. A
+checkpoint, as Flink's ``flink checkpoint`` asks for one, is the next committed batch of
+every active query: Spark commits one per trigger, so :meth:`Snapshots.wait_for_checkpoint`
+waits for it rather than forcing one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flinkish_cli.errors import JobError
+from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.runtime import faults
+from flinkish_cli.runtime.queries import JobQueries
+
+log = logging.getLogger("flinkish.runtime")
+
+
+class Snapshots:
+    """Takes the job's savepoints and waits for its checkpoints."""
+
+    def __init__(
+        self, plan: JobPlan, registry: JobRegistry, settings: Any, queries: JobQueries
+    ) -> None:
+        self.plan = plan
+        self.registry = registry
+        self.settings = settings
+        self.queries = queries
+
+    def take_savepoint(self, target_dir: str) -> str:
+        """A savepoint of every query at its last committed batch (the job may be running)."""
+        import pyspark
+
+        from flinkish_cli.savepoints.create import take_savepoint
+        from flinkish_cli.storage import open_storage
+
+        queries = self.queries
+        path = take_savepoint(
+            self.registry.storage,
+            queries.checkpoint_dirs(),
+            open_storage(target_dir, self.settings),
+            target_dir,
+            self.plan.job_id,
+            self.plan.name,
+            pyspark.__version__,
+            before_copy=lambda: faults.inject("savepoint-snapshot", self.plan.attempt),
+            shapes={
+                name: query.shape.to_text()
+                for name, query in queries.identities.items()
+                if query.generated and name in queries.handles
+            },
+        )
+        log.info("Savepoint completed: %s", path)
+        return path
+
+    def wait_for_checkpoint(self, timeout: float, ending: Callable[[], bool]) -> dict[str, int]:
+        """Wait until every active query has committed a batch newer than now; each query's
+        last committed batch. :class:`JobError` when the job starts ending (``ending()``)
+        or none completes within ``timeout`` seconds.
+
+        Spark runs no batch while there is no new input: a query that is idle with all its
+        input committed is already at a complete checkpoint, its last committed batch.
+        """
+        queries = self.queries
+        start = {
+            name: queries.last_batch(name)
+            for name, query in list(queries.handles.items())
+            if query.isActive
+        }
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = {name: queries.last_batch(name) for name in start}
+            if all(
+                b is not None and (start[n] is None or b > start[n] or self._idle(n))
+                for n, b in now.items()
+            ):
+                return {n: int(b) for n, b in now.items() if b is not None}
+            if ending():
+                raise JobError(f"Job {self.plan.job_id} is ending; no further checkpoint.")
+            time.sleep(0.1)
+        raise JobError(f"No checkpoint completed within {timeout:.0f} s.")
+
+    def _idle(self, name: str) -> bool:
+        """The query waits for input and has committed everything it has read."""
+        try:
+            status = self.queries.handles[name].status
+        except Exception:
+            return False
+        return not status.get("isDataAvailable") and not status.get("isTriggerActive")

@@ -1,0 +1,10 @@
+"""Spark and its JVM as every layer finds them, without a job.
+
+- :mod:`.install`: where pyspark's Spark and its Java are (no import of pyspark, no JVM).
+- :mod:`.cds`: the fresh driver's class-data sharing archive, made and chosen.
+- :mod:`.local`: a quiet local Spark session inside the CLI (``info``, ``savepoint info``).
+- :mod:`.failures`: a Spark or Python failure put in a few lines for a user.
+
+Below every other package but :mod:`flinkish_cli.plan` and :mod:`flinkish_cli.errors`,
+which are all it imports.
+"""
