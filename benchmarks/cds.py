@@ -1,10 +1,10 @@
 """Section 7 (full runs): the fresh driver with its class-data sharing (CDS) archive.
 
 This module owns the measurement of what flinkish's built-in archive
-(:mod:`flinkish_cli.submission.cds`) does for a fresh driver, side by side in one run:
+(:mod:`flinkish_cli.spark.cds`) does for a fresh driver, side by side in one run:
 
 1. The archive is made as ``scripts/setup.sh`` makes it (``python -m
-   flinkish_cli.submission.cds``), into a private ``XDG_CACHE_HOME``; the time it takes and
+   flinkish_cli.spark.cds``), into a private ``XDG_CACHE_HOME``; the time it takes and
    its size are reported.
 2. Interleaved, ``reps`` times each: ``flinkish run -d jobs/counts_per_key.py`` as a user
    runs it (the archive in use), the same with ``-D env.java.class-data-sharing=false``, and
@@ -74,7 +74,7 @@ def _say(message: str) -> None:
 def method(params: CdsParams) -> str:
     return (
         "flinkish's archive is made as `scripts/setup.sh` makes it (`python -m "
-        "flinkish_cli.submission.cds`, into a private `XDG_CACHE_HOME`). Then, interleaved "
+        "flinkish_cli.spark.cds`, into a private `XDG_CACHE_HOME`). Then, interleaved "
         f"(the order rotates), {params.reps} runs of each: `flinkish run -d "
         "jobs/counts_per_key.py` as a user runs it (its archive in use) and with `-D "
         "env.java.class-data-sharing=false`, timed from the command's start to its \"Job has "
@@ -105,9 +105,9 @@ class Runs:
         return self.workspace.dir("cds", f"{self.count:02d}-{name}")
 
     def make_archive(self) -> tuple[float, Path]:
-        """``python -m flinkish_cli.submission.cds``: its seconds, and the archive made."""
+        """``python -m flinkish_cli.spark.cds``: its seconds, and the archive made."""
         made = run_timed(
-            [PYTHON, "-m", "flinkish_cli.submission.cds"],
+            [PYTHON, "-m", "flinkish_cli.spark.cds"],
             clean_env({"XDG_CACHE_HOME": str(self.cache)}),
             self.workspace.root,
             timeout=900,
@@ -229,7 +229,7 @@ def rows(
     details: dict[str, object] = {
         "flinkish run -d, seconds": ours,
         "spark-submit, seconds": plain,
-        "making the archive (python -m flinkish_cli.submission.cds), seconds": making,
+        "making the archive (python -m flinkish_cli.spark.cds), seconds": making,
         "archive size": fmt_bytes(size),
         "classes the driver JVM took from it": f"{shared} of {total} loaded",
     }
