@@ -229,6 +229,25 @@ def savepoint_type_option(
     )
 
 
+def savepoint_dir_option(
+    short: str, long: str, dest: str, metavar: str, help: str
+) -> Callable[[F], F]:
+    """A savepoint directory given with a flag whose value may be left out (Flink's
+    optional argument): the flag alone means ``execution.checkpointing.savepoint-dir``."""
+    from flinkish_cli.cli.flink_args import NO_VALUE
+
+    return click.option(
+        short,
+        long,
+        dest,
+        is_flag=False,
+        flag_value=NO_VALUE,
+        default=None,
+        metavar=metavar,
+        help=help,
+    )
+
+
 def detached_trigger_option(func: F) -> F:
     """Flink's ``-detached`` of ``savepoint`` and ``stop``: trigger, print the id, return."""
     return click.option(

@@ -42,9 +42,6 @@ CANCEL_TIMEOUT = 120.0
 #: How long a stopped job has to reach its final state once its savepoint is complete.
 END_TIMEOUT = 120.0
 
-#: Flink's savepoint formats.
-FORMAT_TYPES = ("CANONICAL", "NATIVE")
-
 
 @dataclass(frozen=True)
 class Cancel:

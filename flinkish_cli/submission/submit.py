@@ -18,7 +18,7 @@ from typing import Any
 
 from flinkish_cli.errors import ConfigError, JobError, UsageError
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
-from flinkish_cli.plan.rundir import PROPERTIES_FILE
+from flinkish_cli.plan.rundir import PROPERTIES_FILE, make_run_dir
 from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
@@ -155,7 +155,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
     job_id = new_job_id()
     log_dir = Path(str(config.get("env.log.dir"))).expanduser()
     log_path = log_dir / f"flinkish-{job_id}.log"
-    run_dir = launcher.make_run_dir(log_dir, job_id)
+    run_dir = make_run_dir(log_dir, job_id)
     try:
         return _plan(
             request,

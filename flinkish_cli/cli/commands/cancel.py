@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import NO_VALUE, FlinkCommand, format_type, job_and_target
+from flinkish_cli.cli.flink_args import FlinkCommand, format_type, job_and_target
 from flinkish_cli.cli.options import (
     common_options,
     load_config,
     output_option,
+    savepoint_dir_option,
     savepoint_type_option,
 )
 from flinkish_cli.cli.output import echo, print_json, warn
@@ -22,15 +23,12 @@ from flinkish_cli.cli.output import echo, print_json, warn
 
 @click.command(cls=FlinkCommand, short_help="Cancel a running job.")
 @click.argument("args", nargs=-1, metavar="<Job ID>")
-@click.option(
+@savepoint_dir_option(
     "-s",
     "--withSavepoint",
     "with_savepoint",
-    is_flag=False,
-    flag_value=NO_VALUE,
-    default=None,
-    metavar="[<targetDirectory>]",
-    help="Deprecated (use 'stop'): take a savepoint, then cancel. Without a directory, "
+    "[<targetDirectory>]",
+    "Deprecated (use 'stop'): take a savepoint, then cancel. Without a directory, "
     "execution.checkpointing.savepoint-dir.",
 )
 @savepoint_type_option("With -s: canonical or native (Spark has one format; both give the same).")

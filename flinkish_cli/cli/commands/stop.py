@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import click
 
-from flinkish_cli.cli.flink_args import NO_VALUE, FlinkCommand, format_type, job_and_target
+from flinkish_cli.cli.flink_args import FlinkCommand, format_type, job_and_target
 from flinkish_cli.cli.options import (
     common_options,
     detached_trigger_option,
     load_config,
     output_option,
+    savepoint_dir_option,
     savepoint_type_option,
 )
 from flinkish_cli.cli.output import echo, print_json, warn
@@ -23,15 +24,12 @@ from flinkish_cli.cli.output import echo, print_json, warn
 
 @click.command(cls=FlinkCommand, short_help="Stop a job with a savepoint.")
 @click.argument("args", nargs=-1, metavar="<Job ID>")
-@click.option(
+@savepoint_dir_option(
     "-p",
     "--savepointPath",
     "savepoint_path",
-    is_flag=False,
-    flag_value=NO_VALUE,
-    default=None,
-    metavar="[<savepointPath>]",
-    help="Directory of the savepoint (without one: execution.checkpointing.savepoint-dir).",
+    "[<savepointPath>]",
+    "Directory of the savepoint (without one: execution.checkpointing.savepoint-dir).",
 )
 @click.option(
     "-d", "--drain", is_flag=True, help="Process all available input before taking the savepoint."
