@@ -10,6 +10,7 @@ working directory before the request leaves this process: the job's driver runs 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ from flinkish_cli.client.asking import (
     send_detached,
     wait_for_end,
 )
-from flinkish_cli.errors import JobError, SavepointError, UsageError
+from flinkish_cli.errors import FlinkishError, JobError, SavepointError, UsageError
+from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.protocol import (
     CANCEL_TIMEOUT,
@@ -188,6 +190,7 @@ class JobClient:
             drain=drain,
             format_type=fmt,
             end_state=end_state.value,
+            explicit_target=target is not None,
         )
         return status.job_id, command
 
@@ -217,16 +220,16 @@ class JobClient:
     ) -> str:
         """Ask a running job to stop with a savepoint without waiting; the trigger id."""
         job_id, command = self._stop_command(job_id, target, drain, JobState.FINISHED, format_type)
-        detached = StopWithSavepoint(
-            command.target, command.drain, command.format_type, command.end_state, detached=True
-        )
+        detached = dataclasses.replace(command, detached=True)
         return send_detached(self.registry, job_id, detached)
 
     # -- savepoints and checkpoints --------------------------------------------------------
     def savepoint(self, job_id: str, target: str | None, format_type: str = "CANONICAL") -> str:
         """Take a savepoint of a running job; its path."""
         status = self._running(job_id, "take a savepoint of")
-        command = TriggerSavepoint(savepoint_target(self.config, target), format_type)
+        command = TriggerSavepoint(
+            savepoint_target(self.config, target), format_type, explicit_target=target is not None
+        )
         response = ask(self.registry, status.job_id, command, SAVEPOINT_TIMEOUT)
         if not response.ok:
             raise SavepointError(f"Savepoint of job {status.job_id} failed: {response.error}")
@@ -238,7 +241,10 @@ class JobClient:
         """Ask a running job for a savepoint without waiting; the trigger id."""
         status = self._running(job_id, "take a savepoint of")
         command = TriggerSavepoint(
-            savepoint_target(self.config, target), format_type, detached=True
+            savepoint_target(self.config, target),
+            format_type,
+            detached=True,
+            explicit_target=target is not None,
         )
         return send_detached(self.registry, status.job_id, command)
 
@@ -254,12 +260,24 @@ class JobClient:
             raise SavepointError(f"Checkpoint of job {status.job_id}: {error}.") from None
 
     def dispose_savepoint(self, path: str) -> None:
-        """Delete a savepoint (and refuse anything else)."""
+        """Delete a savepoint (and refuse anything else); its record in its job's history,
+        when this registry has one, becomes DISPOSED."""
         from flinkish_cli.savepoints.dispose import dispose
         from flinkish_cli.storage import open_for_config
 
         path = path.rstrip("/")
-        dispose(open_for_config(path, self.config), path)
+        manifest = dispose(open_for_config(path, self.config), path)
+        try:
+            SavepointHistory(self.registry).mark_disposed(manifest.job_id, path)
+        except FlinkishError:  # another registry's job, or one whose directory is gone
+            return
+
+    def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
+        """The savepoints of one job (every job without a JobID), newest first."""
+        history = SavepointHistory(self.registry)
+        if job_id is None:
+            return history.all()
+        return history.of_job(self.registry.get(parse_job_id(job_id)).job_id)
 
     def savepoint_info(self, path: str, rows: bool = True) -> dict[str, Any]:
         """What a savepoint (or retained checkpoint) holds, with state row counts."""

@@ -624,6 +624,16 @@ OPTIONS: tuple[Option, ...] = (
         default="1 s",
     ),
     Option(
+        "web.exception-history-size",
+        Int(),
+        RS,
+        "How many of a job's last failures its status keeps (time, attempt, query, cause), "
+        "across restarts and driver failovers: `list -a --output json` shows them.",
+        RUNTIME,
+        default="16",
+        check=at_least(1, "an integer"),
+    ),
+    Option(
         "restart-strategy.exponential-delay.initial-backoff",
         Duration(),
         RS,

@@ -69,6 +69,7 @@ class StopWithSavepoint:
     format_type: str = "CANONICAL"
     end_state: str = "FINISHED"
     detached: bool = False
+    explicit_target: bool = False  # the user named the directory (retention leaves it)
     action = Action.STOP
 
 
@@ -79,6 +80,7 @@ class TriggerSavepoint:
     target: str
     format_type: str = "CANONICAL"
     detached: bool = False
+    explicit_target: bool = False  # the user named the directory (retention leaves it)
     action = Action.SAVEPOINT
 
 
@@ -117,10 +119,14 @@ def to_request(command: Command) -> ControlRequest:
             args["end_state"] = command.end_state
         if command.detached:
             args["detached"] = True
+        if command.explicit_target:
+            args["explicit_target"] = True
     elif isinstance(command, TriggerSavepoint):
         args = {"target": command.target, "format_type": command.format_type}
         if command.detached:
             args["detached"] = True
+        if command.explicit_target:
+            args["explicit_target"] = True
     else:
         args = {"timeout": command.timeout}
     return ControlRequest(command.action.value, args)
@@ -146,12 +152,14 @@ def command_of(request: ControlRequest) -> Command:
             format_type=_text(args, "format_type", "CANONICAL"),
             end_state=end_state if end_state in ("FINISHED", "CANCELED") else "FINISHED",
             detached=bool(args.get("detached")),
+            explicit_target=bool(args.get("explicit_target")),
         )
     if action is Action.SAVEPOINT:
         return TriggerSavepoint(
             target=_target(args),
             format_type=_text(args, "format_type", "CANONICAL"),
             detached=bool(args.get("detached")),
+            explicit_target=bool(args.get("explicit_target")),
         )
     timeout = args.get("timeout") or CHECKPOINT_WAIT
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:

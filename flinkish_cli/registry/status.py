@@ -141,7 +141,24 @@ class JobStatus:
     #: When each failure the restart strategy judged happened (epoch seconds), in order: a
     #: restarted driver or its supervisor replays them, so the strategy spans processes.
     failure_times: list[float] = field(default_factory=list)
+    #: The last savepoint the job completed: its path, time (ms) and trigger.
+    last_savepoint: dict[str, Any] | None = None
+    #: The job's last failures, oldest first (see :meth:`remember_failure`).
+    exceptions: list[dict[str, Any]] = field(default_factory=list)
     version: int = 1
+
+    def remember_failure(
+        self, cause: str, now: float, limit: int, query: str | None = None
+    ) -> None:
+        """Keep a failure in the job's exception history (Flink's: time in ms, the attempt
+        that failed, the query that failed when one did, the cause), the last ``limit``."""
+        entry = {
+            "timestamp": int(now * 1000),
+            "attempt": self.restarts,
+            "query": query,
+            "cause": cause,
+        }
+        self.exceptions = [*self.exceptions, entry][-max(1, limit) :]
 
     @property
     def driver_reported(self) -> bool:
@@ -240,6 +257,8 @@ class JobStatus:
             },
             "restored-from": self.restored_from,
             "restarts": self.restarts,
+            "last-savepoint": dict(self.last_savepoint) if self.last_savepoint else None,
+            "exceptions": list(self.exceptions),
         }
 
 

@@ -27,9 +27,11 @@ class ControlledJob(Protocol):
 
     def request_end(self, state: JobState, cause: str, graceful: bool) -> bool: ...
 
-    def stop_with_savepoint(self, target_dir: str, drain: bool, end_state: JobState) -> str: ...
+    def stop_with_savepoint(
+        self, target_dir: str, drain: bool, end_state: JobState, explicit_target: bool
+    ) -> str: ...
 
-    def trigger_savepoint(self, target_dir: str) -> str: ...
+    def trigger_savepoint(self, target_dir: str, explicit_target: bool) -> str: ...
 
     def wait_for_checkpoint(self, timeout: float) -> dict[str, int]: ...
 
@@ -100,7 +102,7 @@ class ControlServer:
                 request_id, ok=True, result=protocol.SavepointDone(path).to_result()
             )
         if isinstance(command, protocol.TriggerSavepoint):
-            path = job.trigger_savepoint(command.target)
+            path = job.trigger_savepoint(command.target, command.explicit_target)
             return ControlResponse(
                 request_id, ok=True, result=protocol.SavepointDone(path).to_result()
             )

@@ -132,14 +132,15 @@ def run_job(
     from flinkish_cli.runtime import hooks
     from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
     from flinkish_cli.runtime.job import JobRuntime, SparkLostError
-    from flinkish_cli.runtime.restart import EXIT_JVM_LOST, FAILED_BEFORE_RUNNING
+    from flinkish_cli.runtime.restart import EXIT_JVM_LOST, FAILED_BEFORE_RUNNING, history_size
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
     settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
     flavour = flavours.by_name(flavour_name)
-    runtime = JobRuntime(plan, registry, flavour, settings, CheckpointRules.from_config(config))
+    rules = CheckpointRules.from_config(config)
+    runtime = JobRuntime(plan, registry, flavour, settings, rules, history_size(config))
     runtime.status.connect_session = connect_session
     runtime.begin()
     runtime.install_signal_handlers()

@@ -38,6 +38,7 @@ from typing import Any
 from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.control import ControlChannel, poll_interval
+from flinkish_cli.registry.history import Trigger
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
@@ -77,8 +78,10 @@ class JobRuntime:
         flavour: Flavour,
         settings: Any = None,
         rules: CheckpointRules | None = None,
+        history_size: int = 16,
     ) -> None:
         self.plan = plan
+        self.history_size = history_size  # web.exception-history-size
         self.flavour = flavour
         self.registry = registry
         self.rules = rules or CheckpointRules()
@@ -94,13 +97,15 @@ class JobRuntime:
             JobRestorer(plan, settings, registry),
             self.rule_watcher,
         )
-        self.snapshots = Snapshots(plan, registry, settings, self.queries)
+        self.snapshots = Snapshots(plan, registry, settings, self.queries, self.keeper)
         self.control = ControlServer(ControlChannel(registry, plan.job_id), self)
         self._done = threading.Event()
         self._ending: JobState | None = None
         self._ending_cause: str | None = None
         self._threads: list[threading.Thread] = []
         self._failure: BaseException | None = None  # a checkpoint rule failed the job
+        self._failed_query: str | None = None  # the query whose exception failed the attempt
+        self._recorded: BaseException | None = None  # the failure last in the history
         self.jvm = JvmWatch(flavour, plan.deploy_mode)
 
     @property
@@ -177,10 +182,10 @@ class JobRuntime:
                 f"Cannot {what} job {self.plan.job_id}: it is {self.status.state.value}."
             )
 
-    def trigger_savepoint(self, target_dir: str) -> str:
+    def trigger_savepoint(self, target_dir: str, explicit_target: bool = False) -> str:
         """A savepoint of the running job; its path."""
         self._require_live("take a savepoint of")
-        return self.snapshots.take_savepoint(target_dir)
+        return self.snapshots.take_savepoint(target_dir, Trigger.MANUAL, explicit_target)
 
     def wait_for_checkpoint(self, timeout: float) -> dict[str, int]:
         """Each query's batch once every active query has committed a newer one."""
@@ -190,7 +195,11 @@ class JobRuntime:
         )
 
     def stop_with_savepoint(
-        self, target_dir: str, drain: bool, end_state: JobState = JobState.FINISHED
+        self,
+        target_dir: str,
+        drain: bool,
+        end_state: JobState = JobState.FINISHED,
+        explicit_target: bool = False,
     ) -> str:
         """Stop every query between batches (after all available input with ``drain``),
         take the savepoint, and let the job end ``end_state`` (FINISHED for ``stop``,
@@ -209,7 +218,7 @@ class JobRuntime:
         for query in list(self.queries.handles.values()):
             stop_between_batches(query)
         try:
-            return self.snapshots.take_savepoint(target_dir)
+            return self.snapshots.take_savepoint(target_dir, Trigger.STOP, explicit_target)
         except BaseException as error:
             with self.keeper.lock:
                 self._ending = JobState.FAILED
@@ -273,6 +282,7 @@ class JobRuntime:
         hooks.install(controller)
         self.queries.new_attempt()
         self._failure = None
+        self._failed_query = None
         self.rule_watcher.reset()
         try:
             try:
@@ -291,6 +301,7 @@ class JobRuntime:
                 return SparkLostError("Spark's JVM exited while the job ran.")
             if self._failure is not None:
                 return self._failure
+            self._failed_query = self._failed_query or self.queries.failed_query()
             log.error("The job's program failed.", exc_info=error)
             return error
 
@@ -312,7 +323,8 @@ class JobRuntime:
         is written to the registry at once."""
         cause = short_cause(error, program)
         with self.keeper.lock:
-            decision = record_failure(config, self.status, cause, time.time())
+            decision = record_failure(config, self.status, cause, time.time(), self._failed_query)
+        self._recorded = error
         if decision.restart:
             log.warning("Job failed: %s. Restarting in %.1f s.", cause, decision.delay)
             self.keeper.flush()
@@ -339,12 +351,13 @@ class JobRuntime:
             if self.spark_lost():
                 return SparkLostError("Spark's JVM exited while the job ran.")
             active = False
-            for query in list(self.queries.handles.values()):
+            for name, query in list(self.queries.handles.items()):
                 if is_active(query):
                     active = True
                     continue
                 error = query.exception()
                 if error is not None and self._ending is None:
+                    self._failed_query = name
                     return error
             if not active:
                 return None
@@ -361,6 +374,11 @@ class JobRuntime:
         self.control.shutdown()  # a savepoint being taken completes first
         if error is not None and self._ending is None:
             state, cause = JobState.FAILED, short_cause(error, program)
+            if error is not self._recorded:  # a failure no restart decision has seen
+                with self.keeper.lock:
+                    self.status.remember_failure(
+                        cause, time.time(), self.history_size, self._failed_query
+                    )
             if note:
                 cause = f"{cause}\n({note})"
         elif self._ending is not None:

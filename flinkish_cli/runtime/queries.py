@@ -253,6 +253,14 @@ class JobQueries:
         with self.keeper.lock:
             return {name: self._entries[name].checkpoint for name in self.handles}
 
+    def failed_query(self) -> str | None:
+        """The query that terminated with an exception, if one did."""
+        for name, handle in list(self.handles.items()):
+            with contextlib.suppress(Exception):  # the JVM may be going away
+                if not is_active(handle) and handle.exception() is not None:
+                    return name
+        return None
+
     def all_active(self) -> list[Any]:
         """Every active query of the session (the job's, and any started around the hooks)."""
         handles = list(self.handles.values())

@@ -169,6 +169,11 @@ def from_config(config: Any) -> RestartStrategy:
     return NoRestart()
 
 
+def history_size(config: Any) -> int:
+    """How many failures the job's exception history keeps (``web.exception-history-size``)."""
+    return int(config.get("web.exception-history-size"))
+
+
 def replay(config: Any, failures: list[float], now: float) -> Decision:
     """The decision for a failure at ``now``, after the job's earlier ``failures``.
 
@@ -182,8 +187,11 @@ def replay(config: Any, failures: list[float], now: float) -> Decision:
     return strategy.on_failure(now)
 
 
-def record_failure(config: Any, status: JobStatus, cause: str, now: float) -> Decision:
-    """Record a failure of the job at ``now`` in its ``status`` and decide (:func:`replay`).
+def record_failure(
+    config: Any, status: JobStatus, cause: str, now: float, query: str | None = None
+) -> Decision:
+    """Record a failure of the job at ``now`` in its ``status`` (its failure times and its
+    exception history) and decide (:func:`replay`).
 
     A restart is recorded at once: RESTARTING, one more restart, ``cause`` as the failure's
     cause. A job that is not restarted is left for the caller to end (FAILED, with
@@ -191,6 +199,7 @@ def record_failure(config: Any, status: JobStatus, cause: str, now: float) -> De
     """
     decision = replay(config, status.failure_times, now)
     status.failure_times.append(now)
+    status.remember_failure(cause, now, history_size(config), query)
     if decision.restart:
         status.state = JobState.RESTARTING
         status.restarts += 1

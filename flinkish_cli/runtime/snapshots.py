@@ -16,9 +16,17 @@ from typing import Any
 
 from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.registry.history import (
+    SavepointHistory,
+    SavepointRecord,
+    SavepointState,
+    Trigger,
+)
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import faults
 from flinkish_cli.runtime.queries import JobQueries
+from flinkish_cli.runtime.status_keeper import StatusKeeper
+from flinkish_cli.spark.failures import short_cause
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -27,38 +35,90 @@ class Snapshots:
     """Takes the job's savepoints and waits for its checkpoints."""
 
     def __init__(
-        self, plan: JobPlan, registry: JobRegistry, settings: Any, queries: JobQueries
+        self,
+        plan: JobPlan,
+        registry: JobRegistry,
+        settings: Any,
+        queries: JobQueries,
+        keeper: StatusKeeper,
     ) -> None:
         self.plan = plan
+        self.keeper = keeper
         self.registry = registry
         self.settings = settings
         self.queries = queries
 
-    def take_savepoint(self, target_dir: str) -> str:
-        """A savepoint of every query at its last committed batch (the job may be running)."""
+    def take_savepoint(
+        self, target_dir: str, trigger: Trigger = Trigger.MANUAL, explicit_target: bool = False
+    ) -> str:
+        """A savepoint of every query at its last committed batch (the job may be running),
+        recorded in the job's savepoint history, COMPLETED or FAILED."""
         import pyspark
 
         from flinkish_cli.savepoints.create import take_savepoint
+        from flinkish_cli.savepoints.manifest import load_manifest
         from flinkish_cli.storage import open_storage
 
         queries = self.queries
-        path = take_savepoint(
-            self.registry.storage,
-            queries.checkpoint_dirs(),
-            open_storage(target_dir, self.settings),
-            target_dir,
-            self.plan.job_id,
-            self.plan.name,
-            pyspark.__version__,
-            before_copy=lambda: faults.inject("savepoint-snapshot", self.plan.attempt),
-            shapes={
-                name: query.shape.to_text()
-                for name, query in queries.identities.items()
-                if query.generated and name in queries.handles
-            },
-        )
+        target = open_storage(target_dir, self.settings)
+        try:
+            path = take_savepoint(
+                self.registry.storage,
+                queries.checkpoint_dirs(),
+                target,
+                target_dir,
+                self.plan.job_id,
+                self.plan.name,
+                pyspark.__version__,
+                before_copy=lambda: faults.inject("savepoint-snapshot", self.plan.attempt),
+                shapes={
+                    name: query.shape.to_text()
+                    for name, query in queries.identities.items()
+                    if query.generated and name in queries.handles
+                },
+            )
+        except BaseException as error:
+            self._remember(
+                SavepointRecord(
+                    self.plan.job_id,
+                    trigger,
+                    SavepointState.FAILED,
+                    target_dir,
+                    explicit_target=explicit_target,
+                    cause=short_cause(error),
+                )
+            )
+            raise
         log.info("Savepoint completed: %s", path)
+        record = SavepointRecord(
+            self.plan.job_id,
+            trigger,
+            SavepointState.COMPLETED,
+            path,
+            explicit_target=explicit_target,
+        )
+        try:  # what the manifest says; the savepoint stands even if this cannot be read
+            manifest = load_manifest(target, path, "The savepoint is complete")
+            record.size = sum(entry.size for entry in manifest.files)
+            record.batches = {q.name: q.last_committed_batch for q in manifest.queries}
+        except Exception as error:
+            log.warning("Could not read the manifest of savepoint %s: %s", path, error)
+        self._remember(record)
+        with self.keeper.lock:
+            self.keeper.status.last_savepoint = {
+                "path": path,
+                "time": int(record.time * 1000),
+                "trigger": trigger.value,
+            }
+        self.keeper.changed()
         return path
+
+    def _remember(self, record: SavepointRecord) -> None:
+        """Write a record of the history; a storage problem costs the record, never the job."""
+        try:
+            SavepointHistory(self.registry).record(record)
+        except Exception as error:
+            log.warning("Could not record savepoint %s in the history: %s", record.path, error)
 
     def wait_for_checkpoint(self, timeout: float, ending: Callable[[], bool]) -> dict[str, int]:
         """Wait until every active query has committed a batch newer than now; each query's

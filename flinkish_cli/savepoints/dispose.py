@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name, load_manifest
-from flinkish_cli.storage.local import LocalStorage
-from flinkish_cli.storage.uri import local_path
 
 if TYPE_CHECKING:
     from flinkish_cli.storage import Storage
@@ -31,7 +29,8 @@ def dispose(storage: Storage, path: str) -> Manifest:
             "savepoint-<6 hex>-<12 hex>.",
             "Nothing was deleted. Give the path that 'flinkish savepoint' printed.",
         )
-    if isinstance(storage, LocalStorage) and os.path.islink(local_path(path)):
+    local = storage.local_path(path)
+    if local is not None and os.path.islink(local):
         raise SavepointError(
             f"{path} is a symbolic link, not a savepoint directory.",
             "Nothing was deleted. Give the savepoint's own path.",

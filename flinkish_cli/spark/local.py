@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from flinkish_cli.plan.rundir import LOG4J2_FILE
+
 _LOG4J2 = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -44,7 +46,7 @@ def local_session(
     """A local SparkSession with ``conf``, stopped afterwards by ``stop(spark)`` (its own
     ``stop()`` by default; a caller that patched it passes the original)."""
     with tempfile.TemporaryDirectory(prefix="flinkish-spark-") as conf_dir:
-        with open(os.path.join(conf_dir, "log4j2.properties"), "w") as handle:
+        with open(os.path.join(conf_dir, LOG4J2_FILE), "w") as handle:
             handle.write(_LOG4J2)
         os.environ["SPARK_CONF_DIR"] = conf_dir
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

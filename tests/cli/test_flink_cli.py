@@ -719,3 +719,45 @@ def test_channel_request_files_are_plain_json(env: Env) -> None:
     document = json.loads((env.checkpoints / JOB / "_flinkish" / "control" / (
         f"{request.request_id}.request.json")).read_text())  # fmt: skip
     assert document["action"] == "cancel" and "expires" in document
+
+
+# -- savepoint list --------------------------------------------------------------------------
+
+
+def test_savepoint_list_reads_the_history_newest_first(env: Env, driver: FakeDriver) -> None:
+    from flinkish_cli.registry.history import (
+        SavepointHistory,
+        SavepointRecord,
+        SavepointState,
+        Trigger,
+    )
+
+    history = SavepointHistory(env.registry)
+    old = f"{env.savepoints}/savepoint-3f9c12-000000000001"
+    new = f"{env.savepoints}/savepoint-3f9c12-000000000002"
+    history.record(SavepointRecord(JOB, Trigger.MANUAL, SavepointState.COMPLETED, old, size=5))
+    history.record(SavepointRecord(JOB, Trigger.STOP, SavepointState.FAILED, str(env.savepoints)))
+    history.record(SavepointRecord(JOB, Trigger.PERIODIC, SavepointState.COMPLETED, new, size=9))
+    listed = env.flinkish("savepoint", "list", JOB, "--output", "json")
+    assert listed.code == 0, listed
+    records = json.loads(listed.out)["savepoints"]
+    assert [(r["trigger"], r["state"], r["path"]) for r in records] == [
+        ("PERIODIC", "COMPLETED", new),
+        ("STOP", "FAILED", str(env.savepoints)),
+        ("MANUAL", "COMPLETED", old),
+    ]
+    assert set(records[0]) >= {"job_id", "trigger", "time", "path", "state", "size"}
+    text = env.flinkish("savepoint", "list")  # every job's, plain text off a terminal
+    assert text.code == 0 and text.lines[0].split()[:1] == ["time"]
+    assert [line.split()[-1] for line in text.lines[1:]] == [new, str(env.savepoints), old]
+
+
+def test_savepoint_list_refuses_what_it_cannot_list(env: Env) -> None:
+    unknown = env.flinkish("savepoint", "list", "0" * 32)
+    assert unknown.code == 1 and f"No job with JobID {'0' * 32}" in unknown.err
+    assert "Traceback" not in unknown.err
+    extra = env.flinkish("savepoint", "list", JOB, "more")
+    assert extra.code != 0 and "Usage: flinkish savepoint list [<JobID>]" in extra.err
+    bad = env.flinkish("savepoint", "list", "not-a-job-id")
+    assert bad.code != 0 and "not-a-job-id" in bad.err
+    assert env.flinkish("savepoint", "list").out.strip() == "No savepoints."

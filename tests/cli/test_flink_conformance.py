@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.flinkish_env import (
-    JOBS,
+    COUNTS_JOB,
     FlinkishEnv,
     _kill_leftover_jobs,
     read_json_dir,
@@ -27,7 +27,6 @@ from tests.fixtures.flinkish_env import (
 
 pytestmark = pytest.mark.spark
 
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
 BIN = str(Path(sys.executable).parent)
 RUN_DETACHED = (
     "flinkish run -d {job} --input {input} --output {output} | awk '/JobID/{{print $NF}}'"

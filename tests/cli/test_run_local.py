@@ -11,11 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, read_json_dir, write_events
+from tests.fixtures.flinkish_env import (
+    COUNTS_JOB,
+    JOBS,
+    FlinkishEnv,
+    job_id_of,
+    read_json_dir,
+    write_events,
+)
 
 pytestmark = pytest.mark.spark
-
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
 
 
 def _rows(start: int, n: int, keys: int = 5) -> list[dict]:
@@ -173,17 +178,7 @@ def test_killed_driver_does_not_stay_running(flinkish_env: FlinkishEnv) -> None:
     flinkish_env.write_conf({"heartbeat.timeout": "15 s"})  # generous: a loaded machine stalls
     inputs = flinkish_env.root / "in"
     write_events(inputs, _rows(0, 10))
-    result = flinkish_env.run(
-        "run",
-        "-d",
-        COUNTS_JOB,
-        "--input",
-        str(inputs),
-        "--output",
-        str(flinkish_env.root / "o"),
-        check=True,
-    )
-    job_id = job_id_of(result.stdout)
+    job_id = flinkish_env.run_counts_detached(inputs, flinkish_env.root / "o")
     status = json.loads(
         (flinkish_env.checkpoints / job_id / "_flinkish" / "status.json").read_text()
     )

@@ -47,7 +47,8 @@ def test_a_savepoint_is_a_typed_request_and_its_path_comes_back(
 ) -> None:
     path = client.savepoint(JOB, "relative/sp")
     [request] = driver.requests
-    assert command_of(request) == TriggerSavepoint(str(tmp_path / "relative" / "sp"))
+    expected = TriggerSavepoint(str(tmp_path / "relative" / "sp"), explicit_target=True)
+    assert command_of(request) == expected
     assert path.startswith(str(tmp_path / "relative" / "sp" / "savepoint-3f2a9c-"))
     assert Path(path).is_dir()
 

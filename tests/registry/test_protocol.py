@@ -100,3 +100,14 @@ def test_answers_carry_their_result_and_refuse_a_damaged_one() -> None:
         CheckpointDone.from_result({"batches": {"counts": "4"}})
     with pytest.raises(ValueError, match="no committed batches"):
         CheckpointDone.from_result({"batches": {"counts": True}})
+
+
+def test_a_named_target_directory_travels_with_the_savepoint_request() -> None:
+    named = TriggerSavepoint("/sp", explicit_target=True)
+    assert to_request(named).args == {
+        "target": "/sp",
+        "format_type": "CANONICAL",
+        "explicit_target": True,
+    }
+    assert command_of(to_request(named)) == named
+    assert "explicit_target" not in to_request(TriggerSavepoint("/sp")).args  # the earlier form

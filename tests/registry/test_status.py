@@ -138,3 +138,21 @@ def test_the_registry_reports_a_hostile_status_as_unreadable(tmp_path) -> None:
     )
     with pytest.raises(JobError, match=r"status file of job f{32} is unreadable"):
         registry.find("f" * 32)
+
+
+def test_the_exception_history_keeps_the_last_failures_in_order() -> None:
+    status = JobStatus(job_id="a" * 32, name="job")
+    for number in range(5):
+        status.remember_failure(f"cause {number}", 1000.0 + number, limit=3, query="q")
+        status.restarts += 1
+    assert [e["cause"] for e in status.exceptions] == ["cause 2", "cause 3", "cause 4"]
+    assert [e["attempt"] for e in status.exceptions] == [2, 3, 4]
+    assert status.exceptions[-1] == {
+        "timestamp": 1004000,
+        "attempt": 4,
+        "query": "q",
+        "cause": "cause 4",
+    }
+    again = JobStatus.from_json(status.to_json())
+    assert again.exceptions == status.exceptions
+    assert again.summary()["exceptions"] == status.exceptions

@@ -30,12 +30,11 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
 from tests.fixtures.sink_log import committed_rows, final_counts
 
 pytestmark = pytest.mark.spark
 
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
 KEYS = [f"k{i}" for i in range(5)]
 RESTARTS = (
     "-D",
@@ -266,6 +265,8 @@ def test_a_strategy_that_gives_up_ends_failed_with_the_cause(job: Job) -> None:
     assert listed["state"] == "FAILED"
     assert "Spark's JVM exited with signal 9" in listed["failure-cause"]
     assert "not restarted" in listed["failure-cause"]
+    [failure] = listed["exceptions"]  # recorded by the supervisor, as the driver was gone
+    assert "Spark's JVM exited with signal 9" in failure["cause"] and failure["attempt"] == 0
     assert not _alive(status["supervisor_pid"]) or _wait_gone(status["supervisor_pid"])
     assert not list(job.env.logs.glob(".run-*")), "the private run directory outlived the job"
     # a clean resume from the retained checkpoint

@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
 from tests.fixtures.sink_log import (
     SinkLogError,
     committed_files,
@@ -48,7 +48,6 @@ from tests.fixtures.sink_log import (
     final_counts,
 )
 
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
 ROUNDS = int(os.environ.get("FLINKISH_SOAK_ROUNDS", "2"))
 SEED = int(os.environ.get("FLINKISH_SOAK_SEED", "20261122"))
 KEYS = [f"k{i}" for i in range(6)]

@@ -73,6 +73,11 @@ def test_sink_failing_beyond_the_attempts_fails_the_job(flinkish_env: FlinkishEn
     assert job["state"] == "FAILED"
     assert "sink unavailable" in job["failure-cause"]
     assert len(list((output / "_failures").iterdir())) == 2, "no restart beyond the attempts"
+    # the exception history keeps both failures, the restarted one and the last
+    history = job["exceptions"]
+    assert [(e["attempt"], e["query"]) for e in history] == [(0, "flaky"), (1, "flaky")]
+    assert "(failure 1 of 3)" in history[0]["cause"] and "(failure 2 of 3)" in history[1]["cause"]
+    assert history[0]["timestamp"] <= history[1]["timestamp"]
 
 
 def test_failure_in_first_batch_restarts_with_the_default_strategy_and_shows_restarting(

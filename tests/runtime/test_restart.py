@@ -3,12 +3,14 @@
 import random
 
 from flinkish_cli.config import load_configuration
+from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.runtime.restart import (
     ExponentialDelay,
     FailureRate,
     FixedDelay,
     NoRestart,
     from_config,
+    record_failure,
 )
 
 
@@ -81,3 +83,23 @@ def test_strategy_from_configuration(tmp_path) -> None:
     assert isinstance(strategy(**{"restart-strategy.type": "none"}), NoRestart)
     rate = strategy(**{"restart-strategy.type": "failure-rate"})
     assert isinstance(rate, FailureRate)
+
+
+def test_a_recorded_failure_joins_the_exception_history(tmp_path) -> None:
+    config = load_configuration(
+        tmp_path,
+        dynamic=[
+            "restart-strategy.type=fixed-delay",
+            "restart-strategy.fixed-delay.attempts=1",
+            "web.exception-history-size=1",
+        ],
+    )
+    status = JobStatus(job_id="b" * 32, name="job")
+    first = record_failure(config, status, "boom", 10.0, query="counts")
+    assert first.restart and status.state is JobState.RESTARTING and status.restarts == 1
+    second = record_failure(config, status, "boom again", 20.0)
+    assert not second.restart and second.note.startswith("not restarted: fixed-delay")
+    assert status.failure_times == [10.0, 20.0]
+    assert status.exceptions == [  # bounded by web.exception-history-size
+        {"timestamp": 20000, "attempt": 1, "query": None, "cause": "boom again"}
+    ]

@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
 from tests.fixtures.sink_log import committed_rows, final_counts
 
 pytestmark = pytest.mark.spark
 
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
 SAVEPOINT = re.compile(r"Savepoint completed\. Path: (\S+)")
 SETTINGS_JOB = """
 import sys

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import re
 import shutil
 import time
@@ -16,11 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, read_json_dir, write_events
+from tests.fixtures.flinkish_env import (
+    COUNTS_JOB,
+    JOBS,
+    FlinkishEnv,
+    job_id_of,
+    read_json_dir,
+    write_events,
+)
 
 pytestmark = pytest.mark.spark
 
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
 SAVEPOINT_LINE = re.compile(r"^Savepoint completed\. Path: (\S+)$", re.MULTILINE)
 
 
@@ -149,6 +156,19 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     second = _savepoint_path(stopped)
     assert env.job(job)["state"] == "FINISHED"
     before = _digest(Path(second))
+    # the savepoint history, newest first, as a CI script reads it
+    history = json.loads(env.run("savepoint", "list", job, "--output", "json", check=True).stdout)
+    records = history["savepoints"]
+    assert [(r["trigger"], r["state"], r["path"]) for r in records] == [
+        ("STOP", "COMPLETED", second),
+        ("MANUAL", "COMPLETED", first),
+    ]
+    for record in records:
+        assert record["job_id"] == job and set(record["batches"]) == {"counts", "raw"}
+        on_disk = sum(f.stat().st_size for f in Path(record["path"]).rglob("*") if f.is_file())
+        assert 0 < record["size"] <= on_disk  # its files, without the manifest
+    assert records[0]["batches"]["raw"] >= records[1]["batches"]["raw"]
+    assert env.job(job)["last-savepoint"]["path"] == second
 
     cycle.add_input(2)  # arrives while the job is stopped
     resumed = cycle.start("-s", second)
@@ -159,8 +179,6 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
 
     # savepoint info shows queries, batches, operators and state rows
     info = env.run("savepoint", "info", second, "--output", "json", check=True).stdout
-    import json
-
     document = json.loads(info)
     queries = {q["name"]: q for q in document["queries"]}
     assert set(queries) == {"counts", "raw"}
@@ -251,6 +269,9 @@ def test_damaged_incomplete_and_mismatched_savepoints_are_refused(
     assert incomplete.exists()
     env.run("savepoint", "-d", str(path), check=True)
     assert not path.exists()
+    listed = json.loads(env.run("savepoint", "list", "--output", "json", check=True).stdout)
+    [disposed] = [r for r in listed["savepoints"] if r["path"] == str(path)]
+    assert (disposed["trigger"], disposed["state"]) == ("STOP", "DISPOSED")
 
 
 def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_server, s3_bucket):
@@ -262,6 +283,10 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     target = f"{s3_bucket}/savepoints"
     first = _savepoint_path(env.run("savepoint", job, target, check=True).stdout)
     assert first.startswith(f"{target}/savepoint-{job[:6]}-")
+    history = json.loads(env.run("savepoint", "list", "--output", "json", check=True).stdout)
+    [record] = history["savepoints"]  # a savepoint on S3, recorded in the registry
+    assert (record["path"], record["state"], record["trigger"]) == (first, "COMPLETED", "MANUAL")
+    assert record["size"] > 0
     cycle.add_input(1)
     cycle.wait_until_all_processed()
     second = _savepoint_path(env.run("stop", "--savepointPath", target, job, check=True).stdout)

@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.spark import cds
-from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, write_events
-
-COUNTS_JOB = str(JOBS / "counts" / "counts_job.py")
+from tests.fixtures.flinkish_env import FlinkishEnv, write_events
 
 
 def _jvm_of(env: FlinkishEnv, job_id: str) -> int:
@@ -38,19 +36,8 @@ def _start(env: FlinkishEnv, cache: Path, *extra: str) -> str:
     inputs = env.root / "in"
     if not inputs.exists():
         write_events(inputs, [{"key": "k", "value": 1, "seq": 1}])
-    result = env.run(
-        "run",
-        "-d",
-        *extra,
-        COUNTS_JOB,
-        "--input",
-        str(inputs),
-        "--output",
-        str(env.root / f"out-{time.monotonic_ns()}"),
-        env={"XDG_CACHE_HOME": str(cache)},
-        check=True,
-    )
-    job_id = job_id_of(result.stdout)
+    output = env.root / f"out-{time.monotonic_ns()}"
+    job_id = env.run_counts_detached(inputs, output, *extra, env={"XDG_CACHE_HOME": str(cache)})
     env.wait_for_state(job_id, {"RUNNING"})
     return job_id
 

@@ -20,8 +20,10 @@ from flinkish_cli.cli.options import (
 from flinkish_cli.cli.output import echo, print_json, print_table
 
 
-@click.command(cls=FlinkCommand, short_help="Trigger, dispose of or inspect savepoints.")
-@click.argument("args", nargs=-1, metavar="<Job ID> [<target directory>] | info <path>")
+@click.command(cls=FlinkCommand, short_help="Trigger, dispose of, inspect or list savepoints.")
+@click.argument(
+    "args", nargs=-1, metavar="<Job ID> [<target directory>] | info <path> | list [<Job ID>]"
+)
 @click.option("-d", "--dispose", metavar="<path>", help="Path of a savepoint to dispose of.")
 @detached_trigger_option
 @savepoint_type_option()
@@ -41,7 +43,8 @@ def savepoint(
     verbose: bool,
     output: str,
 ) -> None:
-    """Take a savepoint of a running job, dispose of one (-d), or show one (info <path>)."""
+    """Take a savepoint of a running job, dispose of one (-d), show one (info <path>), or
+    list a job's savepoints, or every job's (list [<JobID>])."""
     from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.errors import UsageError
 
@@ -63,6 +66,11 @@ def savepoint(
         if len(args) < 2:
             raise UsageError("Name the savepoint: flinkish savepoint info <path>")
         _show_info(client.savepoint_info(args[1], rows=not no_rows), output)
+        return
+    if args and args[0] == "list":
+        if len(args) > 2:
+            raise UsageError("Usage: flinkish savepoint list [<JobID>]")
+        _show_history(client.savepoint_history(args[1] if len(args) == 2 else None), output)
         return
     from flinkish_cli.registry.jobid import parse_job_id
 
@@ -90,6 +98,37 @@ def savepoint(
         return
     echo(f"Savepoint completed. Path: {path}")
     echo("You can resume your program from this savepoint with the run command.")
+
+
+def _show_history(records: list, output: str) -> None:
+    """``savepoint list``: one line (one JSON object) per savepoint, newest first."""
+    if output == "json":
+        print_json({"savepoints": [record.summary() for record in records]})
+        return
+    if not records:
+        echo("No savepoints.")
+        return
+    print_table(
+        None,
+        ["time", "job", "trigger", "state", "size", "path"],
+        [
+            [
+                _time(record.time),
+                record.job_id,
+                record.trigger.value,
+                record.state.value,
+                "-" if record.size is None else str(record.size),
+                record.path,
+            ]
+            for record in records
+        ],
+    )
+
+
+def _time(epoch: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(epoch).strftime("%d.%m.%Y %H:%M:%S")
 
 
 def _show_info(summary: dict, output: str) -> None:

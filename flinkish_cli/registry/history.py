@@ -1,0 +1,150 @@
+"""The savepoint history of each job, kept in the registry beside its status.
+
+Every savepoint a job takes (triggered by hand, periodic, on stop, for an upgrade) is one
+record, written by the process that took it::
+
+    <root>/<JobID>/_flinkish/savepoints/<record id>.json
+
+One file per savepoint, so that concurrent writers (the job's driver taking a savepoint, a
+shell disposing of an older one) never overwrite each other's records; a record only ever
+changes from COMPLETED to DISPOSED. Record ids sort by time, so a listing is the history in
+order. A record that cannot be read (damaged, or not flinkish's) is skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flinkish_cli.registry.store import JobRegistry
+
+log = logging.getLogger("flinkish.registry")
+
+HISTORY_DIR = "savepoints"
+
+
+class Trigger(str, enum.Enum):
+    """Why a savepoint was taken (the Flink Kubernetes Operator's trigger types)."""
+
+    MANUAL = "MANUAL"
+    PERIODIC = "PERIODIC"
+    STOP = "STOP"
+    UPGRADE = "UPGRADE"
+
+
+class SavepointState(str, enum.Enum):
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    DISPOSED = "DISPOSED"
+
+
+def _new_record_id() -> str:
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class SavepointRecord:
+    """One savepoint of a job: what triggered it, when, where, how big, at which batches."""
+
+    job_id: str
+    trigger: Trigger
+    state: SavepointState
+    path: str  # the savepoint (COMPLETED, DISPOSED) or its target directory (FAILED)
+    time: float = field(default_factory=time.time)  # when it completed or failed
+    size: int | None = None  # bytes of its files
+    batches: dict[str, int] = field(default_factory=dict)  # each query's last batch in it
+    explicit_target: bool = False  # the user named its directory (retention leaves it)
+    cause: str | None = None  # why it failed
+    record_id: str = field(default_factory=_new_record_id)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["trigger"], data["state"] = self.trigger.value, self.state.value
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> SavepointRecord:
+        """:class:`ValueError` (or TypeError) when ``text`` is not a savepoint record."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        record = cls(**data)
+        record.trigger = Trigger(record.trigger)
+        record.state = SavepointState(record.state)
+        if not isinstance(record.path, str) or not isinstance(record.batches, dict):
+            raise ValueError("no path or batches")
+        return record
+
+    def summary(self) -> dict[str, Any]:
+        """The record for ``savepoint list --output json``."""
+        return {
+            "job_id": self.job_id,
+            "trigger": self.trigger.value,
+            "time": int(self.time * 1000),
+            "path": self.path,
+            "state": self.state.value,
+            "size": self.size,
+            "batches": dict(self.batches),
+            "cause": self.cause,
+        }
+
+
+class SavepointHistory:
+    """The savepoint records of a registry's jobs."""
+
+    def __init__(self, registry: JobRegistry) -> None:
+        self.registry = registry
+
+    def _dir(self, job_id: str) -> str:
+        from flinkish_cli.storage import join
+
+        return join(self.registry.meta_dir(job_id), HISTORY_DIR)
+
+    def _path(self, record: SavepointRecord) -> str:
+        from flinkish_cli.storage import join
+
+        return join(self._dir(record.job_id), f"{record.record_id}.json")
+
+    def record(self, record: SavepointRecord) -> None:
+        """Write (or rewrite) ``record``."""
+        self.registry.storage.write_text(self._path(record), record.to_json())
+
+    def of_job(self, job_id: str) -> list[SavepointRecord]:
+        """The job's savepoints, newest first."""
+        from flinkish_cli.storage import join
+
+        storage = self.registry.storage
+        directory = self._dir(job_id)
+        records = []
+        for info in storage.list(directory):
+            if info.is_dir or not info.name.endswith(".json"):
+                continue
+            try:
+                records.append(
+                    SavepointRecord.from_json(storage.read_text(join(directory, info.name)))
+                )
+            except FileNotFoundError:
+                continue
+            except (ValueError, TypeError, KeyError, RecursionError) as error:
+                log.warning("Skipping the unreadable savepoint record %s: %s", info.name, error)
+        return sorted(records, key=lambda r: r.record_id, reverse=True)
+
+    def all(self) -> list[SavepointRecord]:
+        """Every job's savepoints, newest first."""
+        records = [r for job_id in self.registry.job_ids() for r in self.of_job(job_id)]
+        return sorted(records, key=lambda r: r.record_id, reverse=True)
+
+    def mark_disposed(self, job_id: str, path: str) -> bool:
+        """Mark the job's record of the savepoint at ``path`` DISPOSED; False if it has none."""
+        wanted = path.rstrip("/")
+        for record in self.of_job(job_id):
+            if record.path.rstrip("/") == wanted and record.state is not SavepointState.DISPOSED:
+                record.state = SavepointState.DISPOSED
+                self.record(record)
+                return True
+        return False
