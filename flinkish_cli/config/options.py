@@ -38,6 +38,7 @@ from flinkish_cli.config.valuetypes import (
     Int,
     List,
     Memory,
+    Schedule,
     Str,
     Uri,
     ValueType,
@@ -336,6 +337,48 @@ OPTIONS: tuple[Option, ...] = (
         default_fn=_home("savepoints"),
         default_doc="`~/.flinkish/savepoints` (expanded to an absolute local path)",
         aliases=("state.savepoints.dir", "savepoints.state.backend.fs.dir"),
+    ),
+    Option(
+        "flinkish.savepoint.periodic.interval",
+        Schedule(),
+        C,
+        "Take a savepoint every interval (a duration) or on a cron expression (in the "
+        "driver's local time), into execution.checkpointing.savepoint-dir, while the job runs "
+        "(never two at once); 0 turns it off. A failed one is recorded FAILED in the job's "
+        "savepoint history and never fails the job.",
+        RUNTIME,
+        default="0",
+        synonyms=("kubernetes.operator.periodic.savepoint.interval",),
+    ),
+    Option(
+        "flinkish.savepoint.history.max-count",
+        Int(),
+        C,
+        "Retention: at most this many completed savepoints per job; older ones are disposed "
+        "(as savepoint -d does) and marked DISPOSED. The newest is always kept.",
+        RUNTIME,
+        default="10",
+        check=at_least(1, "an integer"),
+        synonyms=("kubernetes.operator.savepoint.history.max.count",),
+    ),
+    Option(
+        "flinkish.savepoint.history.max-age",
+        Duration(),
+        C,
+        "Retention: completed savepoints older than this are disposed (the newest is kept).",
+        RUNTIME,
+        default="1 d",
+        check=POSITIVE_DURATION,
+        synonyms=("kubernetes.operator.savepoint.history.max.age",),
+    ),
+    Option(
+        "flinkish.savepoint.history.dispose-named",
+        Bool(),
+        C,
+        "Retention also disposes of savepoints taken into a directory the user named "
+        "(savepoint <JobID> <dir>, stop -p <dir>); by default those are left alone.",
+        RUNTIME,
+        default="false",
     ),
     Option(
         "execution.checkpointing.num-retained",

@@ -154,6 +154,32 @@ class Duration(ValueType):
         return units.format_duration(value)
 
 
+class Schedule(ValueType):
+    """A duration (``10 min``: every 10 minutes), a cron expression (``0 */6 * * *``, five
+    fields, checked by croniter, imported only for such a value), or ``0`` (never)."""
+
+    name = "duration or cron"
+
+    def parse(self, raw: Raw) -> timedelta | str:
+        text = _scalar(raw).strip()
+        if len(text.split()) < 5:
+            return units.parse_duration(text)
+        from croniter import croniter
+
+        if not croniter.is_valid(text):
+            raise ValueProblem(
+                "is not a valid cron expression",
+                "a duration (10 min) or five cron fields (0 */6 * * *)",
+            )
+        return text
+
+    def format(self, value: Any) -> str:
+        return value if isinstance(value, str) else units.format_duration(value)
+
+    def describe(self) -> str:
+        return self.name
+
+
 class Memory(ValueType):
     name = "memory"
 

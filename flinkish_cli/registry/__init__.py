@@ -3,7 +3,9 @@
 There is no daemon. Each job's driver writes ``<execution.checkpointing.dir>/<JobID>/_flinkish/
 status.json`` on every heartbeat and every completed micro-batch; any shell with the same
 configuration reads those files to list jobs, and writes control requests next to them to
-cancel, stop or snapshot a job (see :mod:`flinkish_cli.registry.control`).
+cancel, stop or snapshot a job (see :mod:`flinkish_cli.registry.control`, and the typed
+commands of :mod:`flinkish_cli.registry.protocol`). Each job's savepoint history is kept
+beside its status (:mod:`flinkish_cli.registry.history`).
 """
 
 from flinkish_cli.registry.jobid import new_job_id, parse_job_id

@@ -11,6 +11,7 @@ command is refused with its reason, never dropped silently.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -67,6 +68,10 @@ class ControlServer:
                 self._answer(request, command)
             else:
                 self._workers.submit(self._answer, request, command)
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on the worker, after the savepoints asked for before it."""
+        self._workers.submit(work)
 
     def shutdown(self) -> None:
         """Stop taking work; a savepoint being taken completes first."""

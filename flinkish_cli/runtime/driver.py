@@ -132,6 +132,7 @@ def run_job(
     from flinkish_cli.runtime import hooks
     from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
     from flinkish_cli.runtime.job import JobRuntime, SparkLostError
+    from flinkish_cli.runtime.periodic import SavepointPolicy
     from flinkish_cli.runtime.restart import EXIT_JVM_LOST, FAILED_BEFORE_RUNNING, history_size
     from flinkish_cli.storage import StorageSettings
 
@@ -140,7 +141,8 @@ def run_job(
     registry = JobRegistry.open(plan.checkpoint_root, settings)
     flavour = flavours.by_name(flavour_name)
     rules = CheckpointRules.from_config(config)
-    runtime = JobRuntime(plan, registry, flavour, settings, rules, history_size(config))
+    policy = SavepointPolicy.from_config(config)
+    runtime = JobRuntime(plan, registry, flavour, settings, rules, history_size(config), policy)
     runtime.status.connect_session = connect_session
     runtime.begin()
     runtime.install_signal_handlers()

@@ -38,7 +38,7 @@ from typing import Any
 from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.control import ControlChannel, poll_interval
-from flinkish_cli.registry.history import Trigger
+from flinkish_cli.registry.history import SavepointHistory, Trigger
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
@@ -50,6 +50,7 @@ from flinkish_cli.runtime.checkpoint_rules import (
 from flinkish_cli.runtime.control_server import ControlServer
 from flinkish_cli.runtime.flavour import Flavour
 from flinkish_cli.runtime.jvm_watch import JvmWatch, lost_gateway
+from flinkish_cli.runtime.periodic import PeriodicSavepoints, SavepointPolicy
 from flinkish_cli.runtime.program import forget_job_modules, run_program
 from flinkish_cli.runtime.queries import JobQueries, is_active, stop_between_batches
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST, Decision, record_failure
@@ -79,8 +80,10 @@ class JobRuntime:
         settings: Any = None,
         rules: CheckpointRules | None = None,
         history_size: int = 16,
+        policy: SavepointPolicy | None = None,
     ) -> None:
         self.plan = plan
+        self.policy = policy  # periodic savepoints and retention
         self.history_size = history_size  # web.exception-history-size
         self.flavour = flavour
         self.registry = registry
@@ -97,7 +100,9 @@ class JobRuntime:
             JobRestorer(plan, settings, registry),
             self.rule_watcher,
         )
-        self.snapshots = Snapshots(plan, registry, settings, self.queries, self.keeper)
+        self.snapshots = Snapshots(
+            plan, registry, settings, self.queries, self.keeper, policy and policy.retention
+        )
         self.control = ControlServer(ControlChannel(registry, plan.job_id), self)
         self._done = threading.Event()
         self._ending: JobState | None = None
@@ -135,10 +140,27 @@ class JobRuntime:
         wait on Spark without making the job look dead.
         """
         self.keeper.flush()
-        for target, name in ((self._beat, "flinkish-heartbeat"), (self._watch, "flinkish-watch")):
+        threads = [(self._beat, "flinkish-heartbeat"), (self._watch, "flinkish-watch")]
+        periodic = self._periodic_savepoints()
+        if periodic is not None:
+            threads.append((lambda: periodic.run(self._done), "flinkish-periodic-savepoints"))
+        for target, name in threads:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+
+    def _periodic_savepoints(self) -> PeriodicSavepoints | None:
+        if self.policy is None or self.policy.schedule is None:
+            return None
+        return PeriodicSavepoints(
+            self.policy,
+            self.snapshots,
+            self.control.submit,
+            lambda: self._ending is None and self.status.state is JobState.RUNNING,
+            SavepointHistory(self.registry),
+            self.plan.job_id,
+            self.status.start_time,
+        )
 
     def _beat(self) -> None:
         self.keeper.beat(self._done, self._exit_if_spark_lost)

@@ -26,6 +26,7 @@ from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import faults
 from flinkish_cli.runtime.queries import JobQueries
 from flinkish_cli.runtime.status_keeper import StatusKeeper
+from flinkish_cli.savepoints.retention import Retention
 from flinkish_cli.spark.failures import short_cause
 
 log = logging.getLogger("flinkish.runtime")
@@ -41,9 +42,11 @@ class Snapshots:
         settings: Any,
         queries: JobQueries,
         keeper: StatusKeeper,
+        retention: Retention | None = None,
     ) -> None:
         self.plan = plan
         self.keeper = keeper
+        self.retention = retention
         self.registry = registry
         self.settings = settings
         self.queries = queries
@@ -104,6 +107,7 @@ class Snapshots:
         except Exception as error:
             log.warning("Could not read the manifest of savepoint %s: %s", path, error)
         self._remember(record)
+        self._retain()
         with self.keeper.lock:
             self.keeper.status.last_savepoint = {
                 "path": path,
@@ -112,6 +116,23 @@ class Snapshots:
             }
         self.keeper.changed()
         return path
+
+    def _retain(self) -> None:
+        """Dispose of the savepoints past the retention (never this one, the newest)."""
+        if self.retention is None:
+            return
+        from flinkish_cli.savepoints.retention import apply_retention
+        from flinkish_cli.storage import open_storage
+
+        try:
+            apply_retention(
+                SavepointHistory(self.registry),
+                self.plan.job_id,
+                self.retention,
+                lambda path: open_storage(path, self.settings),
+            )
+        except Exception as error:  # retention never fails a savepoint or the job
+            log.warning("Savepoint retention failed: %s", error)
 
     def _remember(self, record: SavepointRecord) -> None:
         """Write a record of the history; a storage problem costs the record, never the job."""

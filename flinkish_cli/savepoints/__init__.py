@@ -9,4 +9,5 @@ micro-batch, and a manifest ``_metadata`` written last (see :mod:`.manifest`).
 - :mod:`.create`    taking a savepoint (run by the job's driver).
 - :mod:`.restore`   checking a savepoint before a job starts, and restoring it into a job.
 - :mod:`.dispose`   deleting a savepoint, and nothing that is not one.
+- :mod:`.retention` which savepoints of a job's history to dispose of, and disposing of them.
 """

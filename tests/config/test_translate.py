@@ -256,6 +256,7 @@ def test_every_option_translates_without_conflict() -> None:
         "str": "x",
         "uri": "/tmp/x",
         "list": "a,b",
+        "duration or cron": "0 */6 * * *",
     }
     dynamic = []
     for option in opts.OPTIONS:

@@ -105,6 +105,9 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     assert env.job(job_id)["state"] == "FINISHED"
     final_savepoint = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
     assert savepoint != final_savepoint
+    listed = env.run("savepoint", "list", job_id, "--output", "json", check=True).stdout
+    history = [(r["trigger"], r["state"], r["path"]) for r in json.loads(listed)["savepoints"]]
+    assert history == [("STOP", "COMPLETED", final_savepoint), ("MANUAL", "COMPLETED", savepoint)]
 
     write_events(inputs, rows[9:])
     resumed = env.run(

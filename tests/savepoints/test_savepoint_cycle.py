@@ -92,6 +92,18 @@ def _savepoint_path(stdout: str) -> str:
     return match.group(1)
 
 
+def _wait_for_history(env: FlinkishEnv, job: str, enough, timeout: float = 120) -> list[dict]:
+    """The job's savepoint history (``savepoint list --output json``) once ``enough`` of it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = env.run("savepoint", "list", job, "--output", "json", check=True).stdout
+        records = json.loads(listed)["savepoints"]
+        if enough(records):
+            return records
+        assert time.monotonic() < deadline, records
+        time.sleep(0.5)
+
+
 def _digest(directory: Path) -> dict[str, str]:
     return {
         str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -171,8 +183,21 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     assert env.job(job)["last-savepoint"]["path"] == second
 
     cycle.add_input(2)  # arrives while the job is stopped
-    resumed = cycle.start("-s", second)
+    periodic = ("-D", "flinkish.savepoint.periodic.interval=1 s")
+    retained = ("-D", "kubernetes.operator.savepoint.history.max.count=2")  # the operator's key
+    resumed = cycle.start("-s", second, *periodic, *retained)
     cycle.wait_until_all_processed()
+    # the resumed job takes periodic savepoints while it runs; retention keeps two
+    records = _wait_for_history(
+        env, resumed, lambda rs: sum(r["state"] == "DISPOSED" for r in rs) >= 2
+    )
+    assert {r["trigger"] for r in records} == {"PERIODIC"}
+    kept = [r["path"] for r in records if r["state"] == "COMPLETED"]
+    gone = [r["path"] for r in records if r["state"] == "DISPOSED"]
+    assert len(kept) >= 2 and all(Path(p, "_metadata").is_file() for p in kept[:2])
+    assert not any(Path(p).exists() for p in gone)
+    assert records[0]["state"] == "COMPLETED", "the newest is never disposed"
+    assert env.job(resumed)["state"] == "RUNNING"
     env.run("cancel", resumed, check=True)
     cycle.check_exactly_once()
     assert _digest(Path(second)) == before, "no_claim never modifies the savepoint"

@@ -1,0 +1,77 @@
+"""Savepoint retention: which of a job's savepoints to dispose of, and disposing of them.
+
+A job's completed savepoints beyond ``flinkish.savepoint.history.max-count`` (newest first)
+or older than ``flinkish.savepoint.history.max-age`` are disposed through the same safe path
+as ``savepoint -d`` (:func:`~.dispose.dispose`: only a directory named like a savepoint with
+a readable flinkish manifest, never through a symbolic link) and marked DISPOSED in the
+history. Never disposed: the newest completed savepoint, a savepoint the user took into a
+directory of their own naming (unless ``flinkish.savepoint.history.dispose-named``), and
+anything the history does not record as a savepoint of this job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from flinkish_cli.registry.history import SavepointHistory, SavepointRecord, SavepointState
+
+log = logging.getLogger("flinkish.savepoints")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many completed savepoints a job keeps, and for how long."""
+
+    max_count: int = 10
+    max_age: timedelta = timedelta(days=1)
+    dispose_named: bool = False
+
+    @classmethod
+    def from_config(cls, config: Any) -> Retention:
+        return cls(
+            max_count=int(config.get("flinkish.savepoint.history.max-count")),
+            max_age=config.get("flinkish.savepoint.history.max-age"),
+            dispose_named=bool(config.get("flinkish.savepoint.history.dispose-named")),
+        )
+
+    def expired(self, records: list[SavepointRecord], now: float) -> list[SavepointRecord]:
+        """The records to dispose of, of one job's history (newest first)."""
+        completed = [r for r in records if r.state is SavepointState.COMPLETED]
+        oldest_kept = now - self.max_age.total_seconds()
+        return [
+            record
+            for index, record in enumerate(completed)
+            if index > 0  # the newest completed savepoint stays
+            and (index >= self.max_count or record.time < oldest_kept)
+            and (self.dispose_named or not record.explicit_target)
+        ]
+
+
+def apply_retention(
+    history: SavepointHistory,
+    job_id: str,
+    retention: Retention,
+    storage_of: Callable[[str], Any],
+    now: float | None = None,
+) -> list[str]:
+    """Dispose of the job's expired savepoints (``storage_of(path)`` reaches each); the
+    paths disposed. One that cannot be disposed stays COMPLETED, with a warning."""
+    from flinkish_cli.savepoints.dispose import dispose
+
+    disposed = []
+    for record in retention.expired(history.of_job(job_id), time.time() if now is None else now):
+        try:
+            dispose(storage_of(record.path), record.path)
+        except Exception as error:
+            log.warning("Retention could not dispose of savepoint %s: %s", record.path, error)
+            continue
+        record.state = SavepointState.DISPOSED
+        history.record(record)
+        disposed.append(record.path)
+        log.info("Retention disposed of savepoint %s (%s).", record.path, record.trigger.value)
+    return disposed
