@@ -76,6 +76,14 @@ def print_json(document: Any) -> None:
     echo(json.dumps(document, indent=2, sort_keys=False, default=str))
 
 
+def print_trigger(job_id: str, trigger_id: str, line: str, text: bool) -> None:
+    """A detached trigger's answer: Flink's ``line`` as text, else ``jid`` and ``trigger-id``."""
+    if text:
+        echo(line)
+    else:
+        print_json({"jid": job_id, "trigger-id": trigger_id})
+
+
 def print_table(
     title: str | None,
     columns: Sequence[str],

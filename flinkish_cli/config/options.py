@@ -339,6 +339,17 @@ OPTIONS: tuple[Option, ...] = (
         aliases=("state.savepoints.dir", "savepoints.state.backend.fs.dir"),
     ),
     Option(
+        "flinkish.health-check.checkpoint-progress.window",
+        Duration(),
+        C,
+        "Health check: a running query that has input (or a batch under way) but commits no "
+        "batch within this window fails the job with the cause 'no checkpoint progress for "
+        "<window>', and its restart strategy decides; 0 (the default) turns it off.",
+        RUNTIME,
+        default="0",
+        synonyms=("kubernetes.operator.cluster.health-check.checkpoint-progress.window",),
+    ),
+    Option(
         "flinkish.savepoint.periodic.interval",
         Schedule(),
         C,

@@ -7,6 +7,10 @@
   starts of batches, so after a batch that overruns its interval the pause can be shorter).
 - ``execution.checkpointing.externalized-checkpoint-retention``: what happens to the
   checkpoints when the job ends (never deleted on failure).
+- ``flinkish.health-check.checkpoint-progress.window`` (the Flink Kubernetes Operator's
+  health check): a query with input, or a batch under way, that commits nothing for that
+  long has stalled; the job fails and its restart strategy decides. A job stuck in a batch
+  is caught this way.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class CheckpointRules:
     tolerable_failures: int = 0
     min_pause_ms: int = 0
     retention: str = "RETAIN_ON_CANCELLATION"
+    progress_window_s: float = 0.0  # 0: no health check
 
     @classmethod
     def from_config(cls, config: Any) -> CheckpointRules:
@@ -41,6 +46,9 @@ class CheckpointRules:
             tolerable_failures=int(config.get(prefix + "tolerable-failed-checkpoints")),
             min_pause_ms=int(config.get(prefix + "min-pause").total_seconds() * 1000),
             retention=str(config.get(prefix + "externalized-checkpoint-retention")),
+            progress_window_s=config.get(
+                "flinkish.health-check.checkpoint-progress.window"
+            ).total_seconds(),
         )
 
     def deletes_on(self, state: JobState) -> bool:
@@ -53,29 +61,44 @@ class CheckpointRules:
 
 
 class BatchWatcher:
-    """Counts failed checkpoints and calls ``fail`` (with the cause) once too many failed."""
+    """Counts failed checkpoints and calls ``fail`` (with the cause) once too many failed;
+    calls ``stalled`` (with the cause) once a query makes no progress within the window."""
 
-    def __init__(self, rules: CheckpointRules, fail: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        rules: CheckpointRules,
+        fail: Callable[[str], None],
+        stalled: Callable[[str], None] | None = None,
+    ) -> None:
         self.rules = rules
         self.fail = fail
+        self.stalled = stalled
         self.failed = 0
         self._running_since: dict[str, float] = {}
         self._expired: dict[str, int] = {}
+        self._progress_at: dict[str, float] = {}  # the last commit, or when first watched
+        self._stall_reported = False
 
     def reset(self) -> None:
         """A new attempt of the job starts counting afresh."""
         self.failed = 0
         self._running_since.clear()
         self._expired.clear()
+        self._progress_at.clear()
+        self._stall_reported = False
 
     def watch(self, queries: dict[str, Any], last_batch: Callable[[str], int | None]) -> None:
         """Look at the running batches (called every half second)."""
         now = time.monotonic()
         for name, query in list(queries.items()):
             try:
-                running = query.isActive and query.status.get("isTriggerActive")
+                status = query.status if query.isActive else None
             except Exception:  # the query is going away
                 continue
+            running = bool(status and status.get("isTriggerActive"))
+            self._check_progress(
+                name, now, running or bool(status and status.get("isDataAvailable"))
+            )
             if not running:
                 self._running_since.pop(name, None)
                 continue
@@ -86,8 +109,27 @@ class BatchWatcher:
                 self._expired[name] = batch
                 self._failed(name, f"batch {batch} has run longer than {self.rules.timeout_s:g} s")
 
+    def _check_progress(self, name: str, now: float, has_work: bool) -> None:
+        """The health check: work to do (input, or a batch under way) and no commit within
+        the window."""
+        window = self.rules.progress_window_s
+        if not has_work:  # idle, all input committed: the window starts when work comes
+            self._progress_at[name] = now
+            return
+        since = self._progress_at.setdefault(name, now)
+        if not window or self._stall_reported or now - since <= window:
+            return
+        self._stall_reported = True
+        log.warning("Query '%s' has made no checkpoint progress for %g s.", name, now - since)
+        if self.stalled is not None:
+            self.stalled(
+                f"no checkpoint progress for {_seconds(window)} (query '{name}' had input but "
+                "committed no batch; flinkish.health-check.checkpoint-progress.window)"
+            )
+
     def completed(self, name: str, progress: Progress) -> None:
         """A batch committed: a failed checkpoint if it took too long, else the count resets."""
+        self._progress_at[name] = time.monotonic()
         if self._expired.get(name) == progress.batch_id:
             return  # already counted while it ran
         if progress.duration_ms > self.rules.timeout_s * 1000:
@@ -112,6 +154,10 @@ class BatchWatcher:
                 f"{self.rules.tolerable_failures}); query '{name}': {why}, more than "
                 f"execution.checkpointing.timeout."
             )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
 
 
 def delete_owned_checkpoints(

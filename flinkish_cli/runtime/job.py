@@ -69,6 +69,14 @@ class SparkLostError(Exception):
     """Spark's JVM (classic) is gone: nothing in this process can run the job any more."""
 
 
+class NoCheckpointProgress(RuntimeError):
+    """The health check's failure: a query had work and committed nothing in the window."""
+
+
+class CheckpointsFailed(RuntimeError):
+    """More consecutive failed checkpoints than ``tolerable-failed-checkpoints``."""
+
+
 class JobRuntime:
     """One job, inside its driver."""
 
@@ -89,7 +97,7 @@ class JobRuntime:
         self.registry = registry
         self.rules = rules or CheckpointRules()
         self.keeper = StatusKeeper(plan, registry)
-        self.rule_watcher = BatchWatcher(self.rules, self._fail_checkpoints)
+        self.rule_watcher = BatchWatcher(self.rules, self._fail_checkpoints, self._stalled)
         self.queries = JobQueries(
             plan,
             flavour,
@@ -264,9 +272,18 @@ class JobRuntime:
         return True
 
     def _fail_checkpoints(self, cause: str) -> None:
-        """Too many failed checkpoints: the job fails (its restart strategy decides next)."""
+        """Too many failed checkpoints: the attempt fails, and as in Flink its restart
+        strategy decides what comes next."""
+        self._fail_attempt(CheckpointsFailed(cause))
+
+    def _stalled(self, cause: str) -> None:
+        """The health check found no progress: the attempt fails; its restart strategy
+        decides (a restart may well get it going)."""
+        self._fail_attempt(NoCheckpointProgress(cause))
+
+    def _fail_attempt(self, failure: BaseException) -> None:
         if self._failure is None:
-            self._failure = JobError(cause)
+            self._failure = failure
             threading.Thread(target=self._stop_queries, args=(False,), daemon=True).start()
 
     def _stop_queries(self, graceful: bool) -> None:

@@ -124,6 +124,30 @@ def test_checkpoint_timeout_beyond_the_tolerable_failures_fails_the_job(
     assert "Traceback" not in result.stderr
 
 
+def test_a_job_stuck_in_a_batch_fails_the_health_check_and_its_strategy_decides(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    env = flinkish_env
+    env.write_conf(
+        {
+            # the operator's key, a synonym of flinkish.health-check.checkpoint-progress.window
+            "kubernetes.operator.cluster.health-check.checkpoint-progress.window": "2 s",
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": 1,
+            "restart-strategy.fixed-delay.delay": "1 s",
+        }
+    )
+    inputs, output = _input(env, 3), env.root / "out"
+    result = env.run("run", FLAKY, str(inputs), str(output), "0", "8", check=False)
+    assert result.returncode == 1
+    assert "no checkpoint progress for 2 s" in result.stderr
+    assert "Traceback" not in result.stderr
+    job = env.job(job_id_of(result.stdout))
+    assert job["state"] == "FAILED" and job["restarts"] == 1  # restarted once, as told
+    causes = [e["cause"] for e in job["exceptions"]]
+    assert len(causes) == 2 and all("no checkpoint progress for 2 s" in c for c in causes)
+
+
 def test_slow_checkpoints_within_the_tolerable_failures_keep_the_job(
     flinkish_env: FlinkishEnv,
 ) -> None:

@@ -60,6 +60,11 @@ def _status(env: FlinkishEnv, job_id: str) -> dict:
     return json.loads((env.checkpoints / job_id / "_flinkish" / "status.json").read_text())
 
 
+def _history(env: FlinkishEnv, job_id: str) -> list[dict]:
+    listed = env.run("savepoint", "list", job_id, "--output", "json", check=True).stdout
+    return json.loads(listed)["savepoints"]
+
+
 def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     flinkish_env: FlinkishEnv, connect_server: str
 ) -> None:
@@ -75,7 +80,8 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
         "-D",
         "restart-strategy.fixed-delay.delay=1 s",
     ]
-    started = env.run("run", "-d", "-m", address, *restarts, *args, check=True)
+    periodic = ["-D", "flinkish.savepoint.periodic.interval=2 s"]
+    started = env.run("run", "-d", "-m", address, *restarts, *periodic, *args, check=True)
     job_id = job_id_of(started.stdout)
     listed = env.run("list", "-r", "-m", address, check=True).stdout
     assert job_id in listed and "RUNNING" in listed
@@ -91,6 +97,7 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
         ),
         "the client restarted",
     )
+    restarted_at = time.time() * 1000
     assert "client process was killed by signal 9" in _status(env, job_id)["failure_cause"]
     assert "queries left in session" in env.run("logs", job_id, check=True).stdout
     write_events(inputs, rows[6:9])
@@ -98,6 +105,13 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     checkpointed = env.run("checkpoint", job_id, check=True).stdout
     assert re.search(rf"^Checkpoint \d+ for job {job_id} completed\.$", checkpointed, re.M)
 
+    _wait(  # the restarted client carries on with the periodic savepoints
+        lambda: any(
+            r["trigger"] == "PERIODIC" and r["state"] == "COMPLETED" and r["time"] > restarted_at
+            for r in _history(env, job_id)
+        ),
+        "a periodic savepoint after the client's restart",
+    )
     taken = env.run("savepoint", job_id, check=True)
     savepoint = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
     stopped = env.run("stop", "--drain", job_id, check=True)
@@ -105,8 +119,8 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     assert env.job(job_id)["state"] == "FINISHED"
     final_savepoint = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
     assert savepoint != final_savepoint
-    listed = env.run("savepoint", "list", job_id, "--output", "json", check=True).stdout
-    history = [(r["trigger"], r["state"], r["path"]) for r in json.loads(listed)["savepoints"]]
+    records = _history(env, job_id)
+    history = [(r["trigger"], r["state"], r["path"]) for r in records if r["trigger"] != "PERIODIC"]
     assert history == [("STOP", "COMPLETED", final_savepoint), ("MANUAL", "COMPLETED", savepoint)]
 
     write_events(inputs, rows[9:])

@@ -17,7 +17,7 @@ from flinkish_cli.cli.options import (
     output_option,
     savepoint_type_option,
 )
-from flinkish_cli.cli.output import echo, print_json, print_table
+from flinkish_cli.cli.output import echo, print_json, print_table, print_trigger
 
 
 @click.command(cls=FlinkCommand, short_help="Trigger, dispose of, inspect or list savepoints.")
@@ -84,10 +84,8 @@ def savepoint(
         if text:
             echo(f"Triggering savepoint in detached mode for job {job_id}.")
         trigger_id = client.savepoint_detached(job_id, target, fmt)
-        if text:
-            echo(f"Successfully trigger manual savepoint, triggerId: {trigger_id}")
-        else:
-            print_json({"jid": job_id, "trigger-id": trigger_id})
+        line = f"Successfully trigger manual savepoint, triggerId: {trigger_id}"
+        print_trigger(job_id, trigger_id, line, text)
         return
     if text:
         echo(f"Triggering savepoint for job {job_id}.")

@@ -19,7 +19,7 @@ from flinkish_cli.cli.options import (
     savepoint_dir_option,
     savepoint_type_option,
 )
-from flinkish_cli.cli.output import echo, print_json, warn
+from flinkish_cli.cli.output import echo, print_json, print_trigger, warn
 
 
 @click.command(cls=FlinkCommand, short_help="Stop a job with a savepoint.")
@@ -68,13 +68,8 @@ def stop(
         if text:
             echo(f"Triggering stop-with-savepoint in detached mode for job {job_id}.")
         trigger_id = client.stop_detached(job_id, target, drain, fmt)
-        if text:
-            echo(
-                "Successfully trigger stop-with-savepoint in detached mode, "
-                f"triggerId: {trigger_id}"
-            )
-        else:
-            print_json({"jid": job_id, "trigger-id": trigger_id})
+        line = f"Successfully trigger stop-with-savepoint in detached mode, triggerId: {trigger_id}"
+        print_trigger(job_id, trigger_id, line, text)
         return
     if text:
         echo(f"Triggering stop-with-savepoint for job {job_id}.")
