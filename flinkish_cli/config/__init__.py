@@ -37,8 +37,9 @@ Modules: :mod:`.units` (value syntax), :mod:`.valuetypes` (typed values and rang
 from __future__ import annotations
 
 from flinkish_cli.config.loader import load_configuration
-from flinkish_cli.config.model import ConfigEntry, Configuration, Source
+from flinkish_cli.config.model import Configuration
 from flinkish_cli.config.secrets import is_secret, redact
+from flinkish_cli.config.sources import ConfigEntry, Source
 from flinkish_cli.config.translate import SparkTranslation, to_spark
 
 __all__ = [

@@ -39,10 +39,11 @@ import yaml
 
 import flinkish_cli.config.options as opts
 import flinkish_cli.config.yamlnodes as yn
-from flinkish_cli.config.model import Configuration, Setting, Source, display_path
+from flinkish_cli.config.model import Configuration
 from flinkish_cli.config.notices import WarningLog, shown_value
-from flinkish_cli.config.references import Resolver
+from flinkish_cli.config.references import Resolver, resolve_settings
 from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.config.sources import Setting, Source, display_path
 from flinkish_cli.config.valuetypes import Nested
 from flinkish_cli.errors import ConfigError
 
@@ -417,57 +418,12 @@ def _dynamic_secret_warnings(settings: Sequence[Setting], warnings: WarningLog) 
         )
 
 
-def _wants_references(key: str) -> bool:
-    """References are resolved for keys flinkish uses: not for unknown keys (they fail on
-    their name) nor for keys it ignores."""
-    try:
-        return opts.classify(key).status != opts.NOT_APPLICABLE
-    except opts.UnknownKey:
-        return False
-
-
 def _known(key: str) -> bool:
     try:
         opts.classify(key)
     except opts.UnknownKey:
         return False
     return True
-
-
-def _resolve_references(settings: list[Setting], resolver: Resolver, base: Path) -> list[Setting]:
-    resolved = []
-    for setting in settings:
-        values = [setting.value] if isinstance(setting.value, str) else list(setting.value)
-        if not any("${" in value for value in values) or not _wants_references(setting.key):
-            resolved.append(setting)
-            continue
-        where = str(setting.source)
-        references: list[str] = []
-        if isinstance(setting.value, str):
-            value, reference = resolver.resolve(setting.value, setting.key, where, base)
-            if reference:
-                references.append(reference)
-            new_value: object = value
-        else:
-            items = []
-            for item in setting.value:
-                if isinstance(item, Nested):
-                    items.append(item)
-                    continue
-                text, reference = resolver.resolve(item, setting.key, where, base)
-                if reference:
-                    references.append(reference)
-                items.append(text)
-            new_value = tuple(items)
-        if references or new_value != setting.value:
-            source = setting.source
-            if references:
-                source = Source(
-                    source.kind, source.file, source.line, source.flag, " ".join(references)
-                )
-            setting = Setting(setting.key, new_value, source)  # type: ignore[arg-type]
-        resolved.append(setting)
-    return resolved
 
 
 def load_configuration(
@@ -497,8 +453,8 @@ def load_configuration(
         elif _present(legacy_file):
             source_file = legacy_file
             settings, warnings = read_legacy(legacy_file)
-        settings = _resolve_references(settings, resolver, directory)
-    dynamic_list = _resolve_references(dynamic_settings(dynamic), resolver, Path.cwd())
+        settings = resolve_settings(settings, resolver, directory)
+    dynamic_list = resolve_settings(dynamic_settings(dynamic), resolver, Path.cwd())
     _dynamic_secret_warnings(dynamic_list, warnings)
     settings += dynamic_list
     settings += flag_settings(flags)

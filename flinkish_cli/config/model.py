@@ -22,8 +22,7 @@ reference (see :mod:`.references`): it shows as ``******``. Warnings are collect
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,82 +30,14 @@ from typing import Any
 import flinkish_cli.config.options as opts
 from flinkish_cli.config.notices import WarningLog, shown_value
 from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.config.sources import DEFAULT, ConfigEntry, Setting, Source, fix_hint
 from flinkish_cli.config.units import ValueProblem
 from flinkish_cli.config.valuetypes import Enum, List, Raw, nested_item, raw_text
 from flinkish_cli.errors import ConfigError
 
-__all__ = ["SOURCE_KINDS", "ConfigEntry", "Configuration", "Setting", "Source"]
+__all__ = ["ConfigEntry", "Configuration", "Setting", "Source"]
 
-SOURCE_KINDS = ("default", "file", "dynamic", "flag")
 _LAYER = {"file": 0, "dynamic": 1, "flag": 2}
-
-
-def _fix_hint(source: Source, key: str) -> str:
-    if source.kind == "dynamic":
-        return f"Fix the value given with -D {key}=..."
-    if source.kind == "flag":
-        return f"Fix the value of {source}."
-    if source.kind == "file" and source.file:
-        return f"Fix the value in {source.file}, or override it with -D {key}=..."
-    return "Fix the value."
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a value came from: ``default``, a file and line, ``-D`` or a command flag."""
-
-    kind: str
-    file: str | None = None
-    line: int | None = None
-    flag: str | None = None
-    reference: str | None = None  # the ${env:...}/${file:...} the value was read from
-
-    def __str__(self) -> str:
-        via = f" via {self.reference}" if self.reference else ""
-        if self.kind == "file":
-            if self.file is None:
-                return "configuration" + via
-            return (f"{self.file}:{self.line}" if self.line else self.file) + via
-        if self.kind == "dynamic":
-            return "-D" + via
-        if self.kind == "flag":
-            return (f"flag {self.flag}" if self.flag else "flag") + via
-        return "default"
-
-
-DEFAULT = Source("default")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One key and value as the user wrote it (a YAML list stays a tuple), and its source."""
-
-    key: str
-    value: Raw
-    source: Source
-
-    def __repr__(self) -> str:
-        hidden = is_secret(self.key) or self.source.reference is not None
-        value = REDACTED if hidden else repr(self.value)
-        return f"Setting({self.key!r}, {value}, {self.source})"
-
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    """One key of the effective configuration, ready for display (secrets redacted)."""
-
-    key: str
-    value: Any
-    text: str
-    source: Source
-    status: str
-    spark: dict[str, str]
-    description: str
-    secret: bool
-
-    def __repr__(self) -> str:
-        value = REDACTED if self.secret else repr(self.value)
-        return f"ConfigEntry({self.key!r}, value={value}, text={self.text!r}, source={self.source})"
 
 
 @dataclass(frozen=True)
@@ -117,49 +48,6 @@ class _Resolved:
     rank: tuple[int, int, int]
     text: str = ""
     value: Any = None
-
-
-@dataclass(frozen=True)
-class _CrossCheck:
-    """A rule between two keys: ``test(value of a, value of b)`` must hold."""
-
-    a: str
-    b: str
-    test: Callable[[Any, Any], bool]
-    relation: str  # how a relates to b when the test fails
-    expected: str
-
-
-CROSS_CHECKS: tuple[_CrossCheck, ...] = (
-    _CrossCheck(
-        "taskmanager.memory.network.min",
-        "taskmanager.memory.network.max",
-        lambda low, high: low <= high,
-        "is larger than",
-        "taskmanager.memory.network.min ≤ taskmanager.memory.network.max",
-    ),
-    _CrossCheck(
-        "heartbeat.timeout",
-        "heartbeat.interval",
-        lambda timeout, interval: timeout > interval,
-        "is not larger than",
-        "heartbeat.timeout > heartbeat.interval",
-    ),
-    _CrossCheck(
-        "pipeline.max-parallelism",
-        "parallelism.default",
-        lambda most, parallelism: most == -1 or most >= parallelism,
-        "is smaller than",
-        "pipeline.max-parallelism ≥ parallelism.default (or -1)",
-    ),
-    _CrossCheck(
-        "restart-strategy.exponential-delay.initial-backoff",
-        "restart-strategy.exponential-delay.max-backoff",
-        lambda initial, most: initial <= most,
-        "is larger than",
-        "initial-backoff ≤ max-backoff",
-    ),
-)
 
 
 def _separator(option: opts.Option | None) -> str:
@@ -343,11 +231,11 @@ class Configuration:
         shown = REDACTED if self._hidden(setting, info) else shown_value(text)
         return ConfigError(
             f"{setting.source}: {setting.key}: '{shown}' {problem}; expected {expected}",
-            _fix_hint(setting.source, setting.key),
+            fix_hint(setting.source, setting.key),
         )
 
     def _check_across(self) -> None:
-        for rule in CROSS_CHECKS:
+        for rule in opts.CROSS_CHECKS:
             if not (self.is_set(rule.a) or self.is_set(rule.b)):
                 continue
             a, b = self.get(rule.a), self.get(rule.b)
@@ -359,7 +247,7 @@ class Configuration:
                 f"{where}: {rule.a} ({self._written(rule.a)}, {self._source(rule.a)}) "
                 f"{rule.relation} {rule.b} ({self._written(rule.b)}, {self._source(rule.b)}); "
                 f"expected {rule.expected}",
-                _fix_hint(where, rule.a),
+                fix_hint(where, rule.a),
             )
 
     def _check_spark_targets(self) -> None:
@@ -585,13 +473,3 @@ class Configuration:
 
     def __repr__(self) -> str:
         return f"Configuration(source_file={self.source_file}, keys={self.keys()})"
-
-
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when below it, else absolute."""
-    absolute = os.path.abspath(path)
-    try:
-        relative = os.path.relpath(absolute)
-    except ValueError:
-        return absolute
-    return absolute if relative.startswith("..") else relative

@@ -1289,3 +1289,46 @@ def classify(key: str) -> KeyInfo:
 def all_names() -> list[str]:
     """Every supported key and alias (for completion and tests)."""
     return sorted(_BY_NAME)
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """A rule between two keys: ``test(value of a, value of b)`` must hold."""
+
+    a: str
+    b: str
+    test: Callable[[Any, Any], bool]
+    relation: str  # how a relates to b when the test fails
+    expected: str
+
+
+CROSS_CHECKS: tuple[CrossCheck, ...] = (
+    CrossCheck(
+        "taskmanager.memory.network.min",
+        "taskmanager.memory.network.max",
+        lambda low, high: low <= high,
+        "is larger than",
+        "taskmanager.memory.network.min ≤ taskmanager.memory.network.max",
+    ),
+    CrossCheck(
+        "heartbeat.timeout",
+        "heartbeat.interval",
+        lambda timeout, interval: timeout > interval,
+        "is not larger than",
+        "heartbeat.timeout > heartbeat.interval",
+    ),
+    CrossCheck(
+        "pipeline.max-parallelism",
+        "parallelism.default",
+        lambda most, parallelism: most == -1 or most >= parallelism,
+        "is smaller than",
+        "pipeline.max-parallelism ≥ parallelism.default (or -1)",
+    ),
+    CrossCheck(
+        "restart-strategy.exponential-delay.initial-backoff",
+        "restart-strategy.exponential-delay.max-backoff",
+        lambda initial, most: initial <= most,
+        "is larger than",
+        "initial-backoff ≤ max-backoff",
+    ),
+)

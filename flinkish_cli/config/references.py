@@ -27,7 +27,10 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import flinkish_cli.config.options as opts
 from flinkish_cli.config.notices import shown_value
+from flinkish_cli.config.sources import Setting, Source
+from flinkish_cli.config.valuetypes import Nested
 from flinkish_cli.errors import ConfigError
 
 __all__ = ["MAX_FILES", "MAX_FILE_BYTES", "Resolver", "has_reference"]
@@ -161,3 +164,50 @@ def _read_secret_file(path: Path, context: str) -> str:
             f"{context}: {shown} is not UTF-8 text.", "Save the file as UTF-8 text."
         ) from None
     return text.removesuffix("\n").removesuffix("\r")
+
+
+def _wants_references(key: str) -> bool:
+    """References are resolved for keys flinkish uses: not for unknown keys (they fail on
+    their name) nor for keys it ignores."""
+    try:
+        return opts.classify(key).status != opts.NOT_APPLICABLE
+    except opts.UnknownKey:
+        return False
+
+
+def resolve_settings(settings: list[Setting], resolver: Resolver, base: Path) -> list[Setting]:
+    """``settings`` with the references in the values of keys flinkish uses resolved; each
+    resolved setting's source names the references it was read from."""
+    resolved = []
+    for setting in settings:
+        values = [setting.value] if isinstance(setting.value, str) else list(setting.value)
+        if not any("${" in value for value in values) or not _wants_references(setting.key):
+            resolved.append(setting)
+            continue
+        where = str(setting.source)
+        references: list[str] = []
+        if isinstance(setting.value, str):
+            value, reference = resolver.resolve(setting.value, setting.key, where, base)
+            if reference:
+                references.append(reference)
+            new_value: object = value
+        else:
+            items = []
+            for item in setting.value:
+                if isinstance(item, Nested):
+                    items.append(item)
+                    continue
+                text, reference = resolver.resolve(item, setting.key, where, base)
+                if reference:
+                    references.append(reference)
+                items.append(text)
+            new_value = tuple(items)
+        if references or new_value != setting.value:
+            source = setting.source
+            if references:
+                source = Source(
+                    source.kind, source.file, source.line, source.flag, " ".join(references)
+                )
+            setting = Setting(setting.key, new_value, source)  # type: ignore[arg-type]
+        resolved.append(setting)
+    return resolved

@@ -1,9 +1,10 @@
 """S3 and S3-compatible stores (MinIO, Ceph, moto...) as a :class:`~.base.Storage`.
 
-This module owns every call flinkish makes to S3, through boto3, and the translation of
-botocore's errors into :class:`~flinkish_cli.errors.StorageError` with a hint naming the
-Flink key to check. boto3 is imported on first use, not with this module, so commands that
-never touch S3 do not pay for it.
+This module owns every operation flinkish makes on S3; the client and its streams are
+:mod:`.s3_client`'s, the translation of botocore's errors into
+:class:`~flinkish_cli.errors.StorageError` (with a hint naming the Flink key to check) is
+:mod:`.s3_errors`'s. botocore is imported on first use, not with this module, so commands
+that never touch S3 do not pay for it.
 
 How the operations map to S3:
 
@@ -35,7 +36,6 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
-from urllib.parse import urlsplit
 
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage.base import (
@@ -46,21 +46,28 @@ from flinkish_cli.storage.base import (
     StorageNotFoundError,
     temp_name,
 )
-from flinkish_cli.storage.settings import MiB, StorageSettings
+from flinkish_cli.storage.s3_client import (
+    MAX_SINGLE_COPY,
+    BodyReader,
+    FullReads,
+    endpoint_url,
+    make_client,
+    managed,
+    transfer_config,
+)
+from flinkish_cli.storage.s3_errors import (
+    CONF,
+    NOT_FOUND,
+    bucket_of,
+    error_code,
+    translate,
+)
+from flinkish_cli.storage.settings import StorageSettings
 from flinkish_cli.storage.uri import S3Location, join, local_path, parse_s3, redact_url
 
-CONF = "the Flink configuration (flink-conf.yaml or config.yaml)"
-DEFAULT_REGION = "us-east-1"
 DELETE_BATCH = 1000
 """Keys per DeleteObjects call (S3's maximum)."""
-MAX_SINGLE_COPY = 5 * 1024 * MiB
-"""CopyObject copies objects up to 5 GiB; bigger ones need a multipart copy."""
-COPY_PART = 512 * MiB
 
-_NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
-_DENIED = {"AccessDenied", "403", "Forbidden", "AllAccessDisabled", "AccountProblem"}
-_REGION = {"AuthorizationHeaderMalformed", "PermanentRedirect", "301", "IllegalLocationConstraint"}
-_BUSY = {"SlowDown", "503", "ServiceUnavailable", "InternalError", "500", "RequestTimeout"}
 _PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _UNSUPPORTED = {"NotImplemented", "501"}
 
@@ -84,7 +91,7 @@ class S3Storage(Storage):
                 f"{given} is set but {missing} is not.",
                 f"Set both in {CONF}, or neither to use the AWS default credentials.",
             )
-        self.endpoint = _endpoint_url(s.s3_endpoint)
+        self.endpoint = endpoint_url(s.s3_endpoint)
         self._client: Any = None
         self._lock = threading.Lock()
         self._if_none_match = True  # the server honours PutObject's If-None-Match
@@ -107,73 +114,15 @@ class S3Storage(Storage):
         return self._client
 
     def _make_client(self) -> Any:
-        """A botocore client: boto3 (and its transfer manager, a tenth of a second to import)
-        is imported only when a managed transfer runs (:meth:`_managed`)."""
-        import botocore.session
-        from botocore.config import Config
-
-        s = self.settings
-        options: dict[str, Any] = {}
-        if self.endpoint:
-            # Many S3-compatible servers reject the CRC checksums botocore sends by default.
-            options.update(
-                request_checksum_calculation="when_required",
-                response_checksum_validation="when_required",
-            )
-        config = Config(
-            s3={"addressing_style": "path" if s.s3_path_style else "auto"},
-            retries={"total_max_attempts": s.max_attempts, "mode": "standard"},
-            connect_timeout=s.connect_timeout,
-            read_timeout=s.read_timeout,
-            # copy_tree runs max_workers transfers, each with up to max_workers parts
-            max_pool_connections=max(10, s.max_workers * s.max_workers),
-            user_agent_extra="flinkish",
-            **options,
-        )
         with self._errors("connect to", self.root):
-            session = botocore.session.Session()
-            region = s.s3_region or session.get_config_variable("region") or DEFAULT_REGION
-            try:
-                return session.create_client(
-                    "s3",
-                    endpoint_url=self.endpoint,
-                    region_name=region,
-                    aws_access_key_id=s.s3_access_key or None,
-                    aws_secret_access_key=s.s3_secret_key or None,
-                    aws_session_token=s.s3_session_token or None,
-                    config=config,
-                )
-            except ValueError as error:  # botocore: invalid endpoint or region
-                raise StorageError(
-                    f"Cannot use the S3 endpoint {redact_url(self.endpoint or '')} "
-                    f"and region '{region}': {self.settings.redact(str(error))}",
-                    f"Check s3.endpoint and s3.region in {CONF}.",
-                ) from None
+            return make_client(self.settings, self.endpoint)
 
     @staticmethod
     def _managed(method: str, client: Any, *args: Any, **kwargs: Any) -> Any:
-        """boto3's managed transfer ``method`` (``upload_file``, ``upload_fileobj``,
-        ``download_file``, ``copy``: multipart, ranged, parallel) run with ``client``: the
-        functions boto3 would add to a client of its own, called on this botocore one."""
-        from boto3.s3 import inject
-
-        return getattr(inject, method)(client, *args, **kwargs)
+        return managed(method, client, *args, **kwargs)
 
     def _transfer_config(self, copy: bool = False) -> Any:
-        from boto3.s3.transfer import TransferConfig
-
-        s = self.settings
-        if copy:
-            return TransferConfig(
-                multipart_threshold=MAX_SINGLE_COPY,
-                multipart_chunksize=COPY_PART,
-                max_concurrency=s.max_workers,
-            )
-        return TransferConfig(
-            multipart_threshold=s.multipart_threshold,
-            multipart_chunksize=s.multipart_chunksize,
-            max_concurrency=s.max_workers,
-        )
+        return transfer_config(self.settings, copy)
 
     def _same_service(self, other: S3Storage) -> bool:
         """Whether ``other`` reaches the same endpoint with the same keys (server-side copy)."""
@@ -189,123 +138,24 @@ class S3Storage(Storage):
     def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
         """botocore's (and boto3's transfer) errors, as StorageErrors."""
         translated = self._translate(error, action, path)
-        if isinstance(translated, StorageNotFoundError) and _code(error) in ("404", "NotFound"):
+        if isinstance(translated, StorageNotFoundError) and error_code(error) in (
+            "404",
+            "NotFound",
+        ):
             # HEAD answers a bare 404 for a missing bucket as for a missing key.
             self._check_bucket(path)
         return translated
 
     def _translate(self, error: BaseException, action: str, path: str) -> StorageError | None:
-        from botocore.exceptions import (
-            BotoCoreError,
-            ClientError,
-            ConnectionClosedError,
-            ConnectTimeoutError,
-            EndpointConnectionError,
-            IncompleteReadError,
-            NoCredentialsError,
-            ParamValidationError,
-            PartialCredentialsError,
-            ProfileNotFound,
-            ReadTimeoutError,
-            ResponseStreamingError,
-            SSLError,
+        return translate(
+            error,
+            action,
+            path,
+            where=self._where(),
+            redact=self.settings.redact,
+            attempts=self.settings.max_attempts,
+            no_bucket=self._no_bucket,
         )
-
-        cause = _root_cause(error, (ClientError, BotoCoreError))
-        if cause is None:
-            return None
-        where = self._where()
-        redact = self.settings.redact
-        bucket = _bucket_of(path)
-
-        if isinstance(cause, ClientError):
-            code = _code(cause)
-            detail = redact(str(cause.response.get("Error", {}).get("Message") or code))
-            if code == "NoSuchBucket":
-                return self._no_bucket(bucket)
-            if code in _NOT_FOUND:
-                return StorageNotFoundError(path)
-            if code == "InvalidAccessKeyId":
-                return StorageError(
-                    f"{where} does not know the access key flinkish used (to {action} {path}).",
-                    f"Check s3.access-key (and s3.endpoint) in {CONF}.",
-                )
-            if code == "SignatureDoesNotMatch":
-                return StorageError(
-                    f"{where} rejected the request to {action} {path}: the secret key does not "
-                    "match the access key.",
-                    f"Check s3.secret-key in {CONF}.",
-                )
-            if code in ("InvalidToken", "ExpiredToken", "TokenRefreshRequired"):
-                return StorageError(
-                    f"{where} rejected the session token (to {action} {path}): {detail}",
-                    "Renew the temporary AWS credentials.",
-                )
-            if code == "RequestTimeTooSkewed":
-                return StorageError(
-                    f"{where} rejected the request to {action} {path}: "
-                    "this machine's clock is off.",
-                    "Synchronise the clock (NTP).",
-                )
-            if code in _DENIED:
-                return StorageError(
-                    f"Access denied: {where} does not allow flinkish to {action} {path}.",
-                    f"Check s3.access-key and s3.secret-key in {CONF}, and that this user may "
-                    f"{action} objects in the bucket '{bucket}'.",
-                )
-            if code in _REGION:
-                return StorageError(
-                    f"The S3 bucket '{bucket}' is in another region than flinkish used "
-                    f"(to {action} {path}): {detail}",
-                    f"Set s3.region in {CONF} to the bucket's region.",
-                )
-            if code == "InvalidBucketName":
-                return StorageError(
-                    f"'{bucket}' is not a valid S3 bucket name ({path}).",
-                    "Write S3 paths as s3://bucket/path.",
-                )
-            if code in _BUSY:
-                return StorageError(
-                    f"{where} kept failing to {action} {path} ({code}: {detail}) after "
-                    f"{self.settings.max_attempts} attempts.",
-                    "The server is overloaded or failing; try again later.",
-                )
-            return StorageError(f"{where} refused to {action} {path}: {code}: {detail}")
-
-        text = redact(str(cause))
-        if isinstance(cause, SSLError):
-            return StorageError(
-                f"TLS failed talking to {where} (to {action} {path}): {text}",
-                f"Check s3.endpoint in {CONF} (http:// or https://) and the CA certificates.",
-            )
-        if isinstance(cause, (EndpointConnectionError, ConnectTimeoutError)):
-            return StorageError(
-                f"Cannot connect to {where} (to {action} {path}).",
-                f"Check s3.endpoint in {CONF}, and that the server runs and is reachable "
-                "from this machine.",
-            )
-        if isinstance(
-            cause,
-            (ReadTimeoutError, ConnectionClosedError, ResponseStreamingError, IncompleteReadError),
-        ):
-            return StorageError(
-                f"{where} stopped answering (to {action} {path}): {text}",
-                "Check the network and the server; try again.",
-            )
-        if isinstance(cause, NoCredentialsError):
-            return StorageError(
-                f"No S3 credentials to {action} {path}.",
-                f"Set s3.access-key and s3.secret-key in {CONF}, or provide AWS credentials "
-                "in the environment (AWS_ACCESS_KEY_ID...) or an instance role.",
-            )
-        if isinstance(cause, (PartialCredentialsError, ProfileNotFound)):
-            return StorageError(
-                f"The AWS credentials configuration is incomplete: {text}",
-                f"Set s3.access-key and s3.secret-key in {CONF}, or fix the AWS profile.",
-            )
-        if isinstance(cause, ParamValidationError):
-            return StorageError(f"Invalid S3 request to {action} {path}: {text}")
-        return StorageError(f"S3 failed to {action} {path}: {text}")
 
     def _no_bucket(self, bucket: str) -> StorageError:
         hint = "Create the bucket, or correct the path"
@@ -319,11 +169,11 @@ class S3Storage(Storage):
         """Raise the "bucket does not exist" StorageError if that is the problem."""
         from botocore.exceptions import ClientError
 
-        bucket = _bucket_of(path)
+        bucket = bucket_of(path)
         try:
             self.client.head_bucket(Bucket=bucket)
         except ClientError as error:
-            if _code(error) in ("404", "NoSuchBucket", "NotFound"):
+            if error_code(error) in ("404", "NoSuchBucket", "NotFound"):
                 raise self._no_bucket(bucket) from None
         except Exception:  # whatever else is wrong shows up in the original error
             return
@@ -353,7 +203,7 @@ class S3Storage(Storage):
                 self.client.head_object(Bucket=loc.bucket, Key=loc.key)
                 return True
             except Exception as error:
-                if _code(error) not in _NOT_FOUND:
+                if error_code(error) not in NOT_FOUND:
                     raise
             return self._has_children(loc)
 
@@ -381,7 +231,7 @@ class S3Storage(Storage):
                         modified.timestamp() if modified else None,
                     )
                 except Exception as error:
-                    if _code(error) not in _NOT_FOUND:
+                    if error_code(error) not in NOT_FOUND:
                         raise
                 if not self._has_children(loc):
                     self._check_bucket(path)
@@ -427,7 +277,7 @@ class S3Storage(Storage):
         loc = self._file(path)
         with self._errors("read", path):
             body = self.client.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
-        return io.BufferedReader(_BodyReader(body, self, path), 1024 * 1024)  # type: ignore[return-value]
+        return io.BufferedReader(BodyReader(body, self._errors, path), 1024 * 1024)  # type: ignore[return-value]
 
     def read_bytes(self, path: str) -> bytes:
         loc = self._file(path)
@@ -480,7 +330,7 @@ class S3Storage(Storage):
             self._managed(
                 "upload_fileobj",
                 self.client,
-                _FullReads(stream),
+                FullReads(stream),
                 loc.bucket,
                 loc.key,
                 Config=self._transfer_config(),
@@ -496,7 +346,7 @@ class S3Storage(Storage):
                     )
                     return True
                 except Exception as error:
-                    code = _code(error)
+                    code = error_code(error)
                     if code in _PRECONDITION:
                         return False
                     if code not in _UNSUPPORTED:
@@ -506,7 +356,7 @@ class S3Storage(Storage):
                 self.client.head_object(Bucket=loc.bucket, Key=loc.key)
                 return False
             except Exception as error:
-                if _code(error) not in _NOT_FOUND:
+                if error_code(error) not in NOT_FOUND:
                     raise
             self.client.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
             return True
@@ -607,104 +457,8 @@ class S3Storage(Storage):
         return super()._copy_file(src, dest, dest_path, size, link)
 
 
-class _FullReads:
-    """``stream`` with ``read(n)`` returning n bytes unless at the end: boto3 takes a short
-    read for the end of the stream, which would silently cut a raw stream's upload short."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-
-    def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0:
-            return self._stream.read()
-        parts: list[bytes] = []
-        wanted = size
-        while wanted > 0:
-            data = self._stream.read(wanted)
-            if not data:
-                break
-            parts.append(data)
-            wanted -= len(data)
-        return b"".join(parts)
-
-
-class _BodyReader(io.RawIOBase):
-    """A botocore StreamingBody as a raw binary stream (errors become StorageErrors)."""
-
-    def __init__(self, body: Any, storage: S3Storage, path: str) -> None:
-        self._body = body
-        self._storage = storage
-        self._path = path
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        with self._storage._errors("read", self._path):
-            data = self._body.read(len(view))
-        view[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._body.close()
-        super().close()
-
-
 def _info(path: str, name: str, obj: dict[str, Any]) -> FileInfo:
     modified = obj.get("LastModified")
     return FileInfo(
         path, name, int(obj.get("Size", 0)), False, modified.timestamp() if modified else None
     )
-
-
-def _code(error: BaseException) -> str:
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code", ""))
-    return ""
-
-
-def _bucket_of(path: str) -> str:
-    try:
-        return parse_s3(path).bucket
-    except StorageError:
-        return "?"
-
-
-def _root_cause(error: BaseException, wanted: tuple[type, ...]) -> BaseException | None:
-    """The first of ``wanted`` in ``error``'s chain (boto3 wraps transfer failures)."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, wanted):
-            return current
-        seen.add(id(current))
-        current = (
-            getattr(current, "last_exception", None) or current.__cause__ or current.__context__
-        )
-    return None
-
-
-def _endpoint_url(endpoint: str | None) -> str | None:
-    """``s3.endpoint`` as a URL: Flink (like Hadoop) also takes a bare host, meaning https."""
-    if not endpoint or not endpoint.strip():
-        return None
-    url = endpoint.strip()
-    if "://" not in url:
-        url = "https://" + url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise StorageError(
-            f"s3.endpoint is '{redact_url(endpoint)}', which is not an http(s) URL.",
-            f"Set s3.endpoint in {CONF} to e.g. http://minio:9000 or https://s3.example.com.",
-        )
-    try:
-        parts.port  # noqa: B018 (raises ValueError for a bad port)
-    except ValueError:
-        raise StorageError(
-            f"s3.endpoint '{redact_url(endpoint)}' has an invalid port.",
-            f"Check s3.endpoint in {CONF}.",
-        ) from None
-    return url.rstrip("/")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.config import ConfigEntry, Configuration, load_configuration, to_spark
-from flinkish_cli.config.model import Source
 from flinkish_cli.config.options import OPTIONS
+from flinkish_cli.config.sources import Source
 from flinkish_cli.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures"

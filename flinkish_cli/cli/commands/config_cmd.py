@@ -70,7 +70,7 @@ def _marked_up(row: list[str]) -> list[str]:
 
 def _print_all(config: Any, entries: list[Any]) -> None:
     from flinkish_cli.config import to_spark
-    from flinkish_cli.config.model import display_path
+    from flinkish_cli.config.sources import display_path
 
     terminal = is_terminal()
     separator = "\n" if terminal else "; "
