@@ -3,7 +3,8 @@ user's unmodified PySpark script.
 
 - :mod:`.supervisor`        the job's first process: starts the driver, restarts a dead one.
 - :mod:`.driver`            the entry point ``spark-submit`` runs: plan in, attempts, end.
-- :mod:`.job`               the job's state machine: attempts, ending, final state.
+- :mod:`.job`               the job's state machine: threads, ending, final state.
+- :mod:`.attempts`          the program's attempts, and what their failures were.
 - :mod:`.status_keeper`     the job's status, its lock and the heartbeat that writes it.
 - :mod:`.queries`           the queries as the hooks start them and the listener reports them.
 - :mod:`.control_server`    carries out control requests (cancel, stop, savepoint, checkpoint).

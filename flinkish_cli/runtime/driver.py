@@ -130,8 +130,9 @@ def run_job(
     from flinkish_cli.registry.store import JobRegistry
     from flinkish_cli.runtime import flavour as flavours
     from flinkish_cli.runtime import hooks
+    from flinkish_cli.runtime.attempts import SparkLostError
     from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
-    from flinkish_cli.runtime.job import JobRuntime, SparkLostError
+    from flinkish_cli.runtime.job import JobRuntime
     from flinkish_cli.runtime.periodic import SavepointPolicy
     from flinkish_cli.runtime.restart import EXIT_JVM_LOST, FAILED_BEFORE_RUNNING, history_size
     from flinkish_cli.storage import StorageSettings
@@ -151,7 +152,7 @@ def run_job(
     note: str | None = None
     try:
         while True:
-            error = runtime.run_attempt()
+            error = runtime.attempts.run()
             if isinstance(error, SparkLostError):
                 log.error("Spark's JVM is gone: the driver exits for its supervisor.")
                 logging.shutdown()
@@ -161,11 +162,11 @@ def run_job(
             if not runtime.has_run:
                 note = f"not restarted: {FAILED_BEFORE_RUNNING}"
                 break  # as Flink never restarts a main() that fails before execute()
-            decision = runtime.record_failure(config, error, program)
+            decision = runtime.attempts.record_failure(config, error, program)
             if not decision.restart:
                 note = decision.note
                 break
-            if not runtime.restart_after(decision.delay):
+            if not runtime.attempts.restart_after(decision.delay):
                 break
     except BaseException as raised:
         error = raised

@@ -1,7 +1,7 @@
-"""The life of a job inside its driver: its state machine, attempts and end.
+"""The life of a job inside its driver: its state machine, from start to end.
 
-:class:`JobRuntime` decides what state the job is in. It composes the parts that do the
-work, each in a module of its own:
+:class:`JobRuntime` decides what state the job is in and how it ends. It composes the parts
+that do the work, each in a module of its own:
 
 - :class:`~.status_keeper.StatusKeeper`: the job's status, its lock and the heartbeat thread
   that writes it (``heartbeat.interval``, and after each completed micro-batch);
@@ -10,9 +10,11 @@ work, each in a module of its own:
 - :class:`~.control_server.ControlServer`: the control requests any shell writes (cancel,
   stop, savepoint, checkpoint), read by a watcher thread that also applies the checkpoint
   rules, so that nothing it waits for can delay a heartbeat;
-- :class:`~.snapshots.Snapshots`: savepoints and checkpoints.
+- :class:`~.snapshots.Snapshots`: savepoints and checkpoints (and
+  :class:`~.periodic.PeriodicSavepoints`, on a thread of its own when configured);
+- :class:`~.attempts.Attempts`: the program's attempts and what their failures were.
 
-The user's script runs on the main thread (:meth:`JobRuntime.run_attempt`); the driver
+The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the driver
 (:mod:`.driver`) decides about restarts. End states, as Flink's:
 
 - FINISHED: every query ended by itself (BATCH mode, or the script stopped them), or the
@@ -27,12 +29,10 @@ job whose script does not return within :data:`CANCEL_GRACE`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
 import threading
-import time
 from typing import Any
 
 from flinkish_cli.errors import JobError
@@ -42,6 +42,7 @@ from flinkish_cli.registry.history import SavepointHistory, Trigger
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
+from flinkish_cli.runtime.attempts import Attempts, CheckpointsFailed, NoCheckpointProgress
 from flinkish_cli.runtime.checkpoint_rules import (
     BatchWatcher,
     CheckpointRules,
@@ -49,11 +50,10 @@ from flinkish_cli.runtime.checkpoint_rules import (
 )
 from flinkish_cli.runtime.control_server import ControlServer
 from flinkish_cli.runtime.flavour import Flavour
-from flinkish_cli.runtime.jvm_watch import JvmWatch, lost_gateway
+from flinkish_cli.runtime.jvm_watch import JvmWatch
 from flinkish_cli.runtime.periodic import PeriodicSavepoints, SavepointPolicy
-from flinkish_cli.runtime.program import forget_job_modules, run_program
-from flinkish_cli.runtime.queries import JobQueries, is_active, stop_between_batches
-from flinkish_cli.runtime.restart import EXIT_JVM_LOST, Decision, record_failure
+from flinkish_cli.runtime.queries import JobQueries, stop_between_batches
+from flinkish_cli.runtime.restart import EXIT_JVM_LOST
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.snapshots import Snapshots
 from flinkish_cli.runtime.status_keeper import StatusKeeper
@@ -63,18 +63,6 @@ log = logging.getLogger("flinkish.runtime")
 
 #: How long a cancelled job's script gets to return before the driver exits regardless.
 CANCEL_GRACE = 15.0
-
-
-class SparkLostError(Exception):
-    """Spark's JVM (classic) is gone: nothing in this process can run the job any more."""
-
-
-class NoCheckpointProgress(RuntimeError):
-    """The health check's failure: a query had work and committed nothing in the window."""
-
-
-class CheckpointsFailed(RuntimeError):
-    """More consecutive failed checkpoints than ``tolerable-failed-checkpoints``."""
 
 
 class JobRuntime:
@@ -116,10 +104,16 @@ class JobRuntime:
         self._ending: JobState | None = None
         self._ending_cause: str | None = None
         self._threads: list[threading.Thread] = []
-        self._failure: BaseException | None = None  # a checkpoint rule failed the job
-        self._failed_query: str | None = None  # the query whose exception failed the attempt
-        self._recorded: BaseException | None = None  # the failure last in the history
         self.jvm = JvmWatch(flavour, plan.deploy_mode)
+        self.attempts = Attempts(
+            plan,
+            flavour,
+            self.queries,
+            self.keeper,
+            self.rule_watcher,
+            self.jvm,
+            lambda: self.ending,
+        )
 
     @property
     def status(self) -> JobStatus:
@@ -282,8 +276,7 @@ class JobRuntime:
         self._fail_attempt(NoCheckpointProgress(cause))
 
     def _fail_attempt(self, failure: BaseException) -> None:
-        if self._failure is None:
-            self._failure = failure
+        if self.attempts.fail(failure):
             threading.Thread(target=self._stop_queries, args=(False,), daemon=True).start()
 
     def _stop_queries(self, graceful: bool) -> None:
@@ -309,99 +302,7 @@ class JobRuntime:
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
 
-    # -- attempts and restarts -----------------------------------------------------------
-    def run_attempt(self) -> BaseException | None:
-        """Run the job's program once, until its queries end; the failure, if any.
-
-        As under ``spark-submit``, the job ends when its program returns: in STREAMING mode
-        queries still running then are stopped (between batches); in BATCH mode, where every
-        query is bounded, the job waits for them to process the input available.
-        """
-        controller = hooks.QueryController(self.queries, self.flavour)
-        hooks.install(controller)
-        self.queries.new_attempt()
-        self._failure = None
-        self._failed_query = None
-        self.rule_watcher.reset()
-        try:
-            try:
-                run_program(self.plan.entry)
-            except SystemExit as exit_:
-                if exit_.code not in (None, 0):
-                    raise RuntimeError(
-                        f"The job's program exited with status {exit_.code}."
-                    ) from None
-            controller.wait_point()
-            if self.plan.runtime_mode != "BATCH" and self._ending is None:
-                self._stop_what_the_program_left()
-            return self.wait_for_queries()
-        except BaseException as error:  # the script's failure is the job's failure
-            if self.spark_lost(confirm=lost_gateway(error)):
-                return SparkLostError("Spark's JVM exited while the job ran.")
-            if self._failure is not None:
-                return self._failure
-            self._failed_query = self._failed_query or self.queries.failed_query()
-            log.error("The job's program failed.", exc_info=error)
-            return error
-
-    def _stop_what_the_program_left(self) -> None:
-        running = self.queries.all_active()
-        if running:
-            log.info(
-                "The job's program returned while %d quer%s still ran: stopping them between "
-                "micro-batches (the job ends with its program, as under spark-submit).",
-                len(running),
-                "y" if len(running) == 1 else "ies",
-            )
-            for handle in running:
-                with contextlib.suppress(Exception):
-                    stop_between_batches(handle)
-
-    def record_failure(self, config: Any, error: BaseException, program: str | None) -> Decision:
-        """Record the failed attempt and decide (:func:`~.restart.record_failure`); a restart
-        is written to the registry at once."""
-        cause = short_cause(error, program)
-        with self.keeper.lock:
-            decision = record_failure(config, self.status, cause, time.time(), self._failed_query)
-        self._recorded = error
-        if decision.restart:
-            log.warning("Job failed: %s. Restarting in %.1f s.", cause, decision.delay)
-            self.keeper.flush()
-        return decision
-
-    def restart_after(self, delay: float) -> bool:
-        """Clear what the failed attempt left, wait ``delay``; False if the job was
-        cancelled meanwhile."""
-        self.queries.clear_attempt()
-        forget_job_modules()  # the next attempt imports the job's own modules afresh
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline:
-            if self._ending is not None:
-                return False
-            time.sleep(0.1)
-        return self._ending is None
-
     # -- end -----------------------------------------------------------------------------
-    def wait_for_queries(self) -> BaseException | None:
-        """Wait until every query has ended; the first query failure, if any."""
-        while True:
-            if self._failure is not None:
-                return self._failure
-            if self.spark_lost():
-                return SparkLostError("Spark's JVM exited while the job ran.")
-            active = False
-            for name, query in list(self.queries.handles.items()):
-                if is_active(query):
-                    active = True
-                    continue
-                error = query.exception()
-                if error is not None and self._ending is None:
-                    self._failed_query = name
-                    return error
-            if not active:
-                return None
-            time.sleep(0.2)
-
     def end(
         self, error: BaseException | None, program: str | None = None, note: str | None = None
     ) -> JobState:
@@ -413,11 +314,7 @@ class JobRuntime:
         self.control.shutdown()  # a savepoint being taken completes first
         if error is not None and self._ending is None:
             state, cause = JobState.FAILED, short_cause(error, program)
-            if error is not self._recorded:  # a failure no restart decision has seen
-                with self.keeper.lock:
-                    self.status.remember_failure(
-                        cause, time.time(), self.history_size, self._failed_query
-                    )
+            self.attempts.remember_end(error, cause, self.history_size)
             if note:
                 cause = f"{cause}\n({note})"
         elif self._ending is not None:
