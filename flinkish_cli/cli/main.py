@@ -25,6 +25,10 @@ ACTIONS: dict[str, tuple[str, str]] = {
         "flinkish_cli.cli.commands.run:run_application",
         "Flink 1.x's application mode: run with an application target.",
     ),
+    "upgrade": (
+        "flinkish_cli.cli.commands.upgrade:upgrade",
+        "Replace a job's program, keeping its state; roll back if unstable.",
+    ),
     "info": ("flinkish_cli.cli.commands.info:info", "Show the plan of a job's queries."),
     "list": ("flinkish_cli.cli.commands.list_jobs:list_jobs", "List running and past jobs."),
     "cancel": ("flinkish_cli.cli.commands.cancel:cancel", "Cancel a running job at once."),
@@ -167,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
         return VERBOSE["on"] or bool(os.environ.get("FLINKISH_VERBOSE"))
 
     try:
-        cli.main(args=args, prog_name="flinkish", standalone_mode=False)
+        status = cli.main(args=args, prog_name="flinkish", standalone_mode=False)
+        if isinstance(status, int) and status:  # a command's click.exceptions.Exit(status)
+            sys.exit(status)
     except FlinkishError as error:
         if verbose():
             import traceback

@@ -42,6 +42,7 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
 
 if TYPE_CHECKING:
+    from flinkish_cli.client.upgrade import UpgradeOutcome, UpgradePresenter, UpgradeRequest
     from flinkish_cli.runtime.planner import QueryPlan
     from flinkish_cli.submission.run import Presenter
     from flinkish_cli.submission.submit import RunRequest
@@ -130,6 +131,14 @@ class JobClient:
 
         return submit_and_follow(request, self.config, presenter)
 
+    def upgrade(self, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
+        """Replace a job's program, keeping its state, and roll back when the new program
+        does not become stable (``flinkish upgrade``; see :mod:`flinkish_cli.client.upgrade`).
+        Raises before touching the old job when anything is wrong."""
+        from flinkish_cli.client.upgrade import Upgrade
+
+        return Upgrade(self, request, presenter).run()
+
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting
         any query; the script's path and each query's plan."""
@@ -181,16 +190,22 @@ class JobClient:
         return final
 
     def _stop_command(
-        self, job_id: str, target: str | None, drain: bool, end_state: JobState, fmt: str
+        self,
+        job_id: str,
+        target: str | None,
+        drain: bool,
+        end_state: JobState,
+        fmt: str,
+        upgrade: bool = False,
     ) -> tuple[str, StopWithSavepoint]:
-        action = "cancel" if end_state is JobState.CANCELED else "stop"
-        status = self._running(job_id, action)
+        status = self._running(job_id, _stop_action(end_state))
         command = StopWithSavepoint(
             target=savepoint_target(self.config, target),
             drain=drain,
             format_type=fmt,
             end_state=end_state.value,
             explicit_target=target is not None,
+            upgrade=upgrade,
         )
         return status.job_id, command
 
@@ -201,11 +216,13 @@ class JobClient:
         drain: bool,
         format_type: str = "CANONICAL",
         end_state: JobState = JobState.FINISHED,
+        upgrade: bool = False,
     ) -> StopOutcome:
         """Stop a job gracefully with a savepoint (``end_state`` CANCELED: Flink's deprecated
-        cancel with a savepoint); the savepoint's path and the state the job ended in."""
-        action = "cancel" if end_state is JobState.CANCELED else "stop"
-        job_id, command = self._stop_command(job_id, target, drain, end_state, format_type)
+        cancel with a savepoint; ``upgrade``: for ``flinkish upgrade``, recorded UPGRADE);
+        the savepoint's path and the state the job ended in."""
+        action = _stop_action(end_state)
+        job_id, command = self._stop_command(job_id, target, drain, end_state, format_type, upgrade)
         response = ask(self.registry, job_id, command, SAVEPOINT_TIMEOUT)
         if not response.ok:
             if response.result.get("unreadable"):
@@ -273,11 +290,12 @@ class JobClient:
             return
 
     def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
-        """The savepoints of one job (every job without a JobID), newest first."""
+        """The savepoints of one job, and of the jobs it was upgraded from (every job's
+        without a JobID), newest first."""
         history = SavepointHistory(self.registry)
         if job_id is None:
             return history.all()
-        return history.of_job(self.registry.get(parse_job_id(job_id)).job_id)
+        return history.of_lineage(self.registry.get(parse_job_id(job_id)).job_id)
 
     def savepoint_info(self, path: str, rows: bool = True) -> dict[str, Any]:
         """What a savepoint (or retained checkpoint) holds, with state row counts."""
@@ -302,6 +320,10 @@ class JobClient:
                 for operator in query["stateful-operators"]:
                     operator["rows"] = rows_of.get(operator["id"], {})
         return summary
+
+
+def _stop_action(end_state: JobState) -> str:
+    return "cancel" if end_state is JobState.CANCELED else "stop"
 
 
 def _savepoint_path(result: dict[str, Any], job_id: str) -> str:

@@ -392,6 +392,31 @@ OPTIONS: tuple[Option, ...] = (
         default="false",
     ),
     Option(
+        "flinkish.upgrade.readiness.timeout",
+        Duration(),
+        E,
+        "flinkish upgrade: the new program must become stable within this time (every "
+        "query started and committed a batch, no failure), or the upgrade rolls back.",
+        RUNTIME,
+        default="5 min",
+        check=POSITIVE_DURATION,
+        synonyms=("kubernetes.operator.deployment.readiness.timeout",),
+    ),
+    Option(
+        "flinkish.upgrade.last-state-fallback.enabled",
+        Bool(),
+        E,
+        "flinkish upgrade --upgrade-mode savepoint: when the job cannot take its savepoint, "
+        "upgrade from its latest retained checkpoint instead (and say so). Off by default "
+        "(the operator's default is on): a CI script opts in to an older state.",
+        RUNTIME,
+        default="false",
+        synonyms=(
+            "kubernetes.operator.job.upgrade.last-state-fallback.enabled",
+            "job.upgrade.last-state-fallback.enabled",
+        ),
+    ),
+    Option(
         "execution.checkpointing.num-retained",
         Int(),
         C,

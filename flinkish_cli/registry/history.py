@@ -26,6 +26,8 @@ from flinkish_cli.registry.store import JobRegistry
 log = logging.getLogger("flinkish.registry")
 
 HISTORY_DIR = "savepoints"
+#: Upgrades followed back at most (a loop of damaged links ends there).
+MAX_LINEAGE = 1000
 
 
 class Trigger(str, enum.Enum):
@@ -132,6 +134,23 @@ class SavepointHistory:
                 continue
             except (ValueError, TypeError, KeyError, RecursionError) as error:
                 log.warning("Skipping the unreadable savepoint record %s: %s", info.name, error)
+        return sorted(records, key=lambda r: r.record_id, reverse=True)
+
+    def of_lineage(self, job_id: str) -> list[SavepointRecord]:
+        """The savepoints of the job and of the jobs it was upgraded from (``flinkish
+        upgrade``: the history follows the job across upgrades and rollbacks), newest
+        first."""
+        records: list[SavepointRecord] = []
+        seen: set[str] = set()
+        current: str | None = job_id
+        while current is not None and current not in seen and len(seen) < MAX_LINEAGE:
+            seen.add(current)
+            records += self.of_job(current)
+            try:
+                status = self.registry.find(current)
+            except Exception:  # an unreadable status ends the line here, never the listing
+                break
+            current = status.upgraded_from if status is not None else None
         return sorted(records, key=lambda r: r.record_id, reverse=True)
 
     def all(self) -> list[SavepointRecord]:

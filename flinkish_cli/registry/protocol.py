@@ -70,6 +70,7 @@ class StopWithSavepoint:
     end_state: str = "FINISHED"
     detached: bool = False
     explicit_target: bool = False  # the user named the directory (retention leaves it)
+    upgrade: bool = False  # taken by ``flinkish upgrade`` (its history says UPGRADE)
     action = Action.STOP
 
 
@@ -121,6 +122,8 @@ def to_request(command: Command) -> ControlRequest:
             args["detached"] = True
         if command.explicit_target:
             args["explicit_target"] = True
+        if command.upgrade:
+            args["upgrade"] = True
     elif isinstance(command, TriggerSavepoint):
         args = {"target": command.target, "format_type": command.format_type}
         if command.detached:
@@ -153,6 +156,7 @@ def command_of(request: ControlRequest) -> Command:
             end_state=end_state if end_state in ("FINISHED", "CANCELED") else "FINISHED",
             detached=bool(args.get("detached")),
             explicit_target=bool(args.get("explicit_target")),
+            upgrade=args.get("upgrade") is True,
         )
     if action is Action.SAVEPOINT:
         return TriggerSavepoint(

@@ -105,9 +105,14 @@ class QueryStatus:
     last_committed_batch: int | None = None
     recent: list[Progress] = field(default_factory=list)
     exception: str | None = None
+    #: Spark reported the query idle (its last trigger found no new input) since its last
+    #: batch with input
+    idle: bool = False
 
     def record(self, progress: Progress) -> None:
         """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""
+        if progress.input_rows:
+            self.idle = False
         self.last_committed_batch = progress.batch_id
         self.recent.append(progress)
         del self.recent[:-RECENT_PROGRESS]
@@ -145,6 +150,14 @@ class JobStatus:
     last_savepoint: dict[str, Any] | None = None
     #: The job's last failures, oldest first (see :meth:`remember_failure`).
     exceptions: list[dict[str, Any]] = field(default_factory=list)
+    #: The program reached its first wait (``awaitTermination`` and the like, or its end):
+    #: the queries it has started are all of the job's (an upgrade's readiness needs it).
+    queries_started: bool = False
+    #: ``flinkish upgrade``: the job this one replaced, and the job that replaced it; a
+    #: rollback is the job that replaced a failed upgrade (``rolled_back``).
+    upgraded_from: str | None = None
+    upgraded_to: str | None = None
+    rolled_back: bool = False
     version: int = 1
 
     def remember_failure(
@@ -240,6 +253,9 @@ class JobStatus:
         fields["job_id"] = str(data["job_id"]).lower()
         fields["state"] = JobState(data.get("state", "CREATED"))
         fields["queries"] = queries
+        for link in ("upgraded_from", "upgraded_to"):  # a link is a JobID, or none
+            value = fields.get(link)
+            fields[link] = str(value).lower() if value and is_job_id(str(value)) else None
         return cls(**fields)
 
     def summary(self, now: float | None = None) -> dict[str, Any]:
@@ -259,6 +275,9 @@ class JobStatus:
             "restarts": self.restarts,
             "last-savepoint": dict(self.last_savepoint) if self.last_savepoint else None,
             "exceptions": list(self.exceptions),
+            "upgraded_from": self.upgraded_from,
+            "upgraded_to": self.upgraded_to,
+            "rolled_back": self.rolled_back,
         }
 
 

@@ -18,6 +18,7 @@ from typing import Protocol
 from flinkish_cli.errors import FlinkishError
 from flinkish_cli.registry import protocol
 from flinkish_cli.registry.control import ControlChannel, ControlRequest, ControlResponse
+from flinkish_cli.registry.history import Trigger
 from flinkish_cli.registry.status import JobState
 
 log = logging.getLogger("flinkish.runtime")
@@ -29,7 +30,12 @@ class ControlledJob(Protocol):
     def request_end(self, state: JobState, cause: str, graceful: bool) -> bool: ...
 
     def stop_with_savepoint(
-        self, target_dir: str, drain: bool, end_state: JobState, explicit_target: bool
+        self,
+        target_dir: str,
+        drain: bool,
+        end_state: JobState,
+        explicit_target: bool,
+        trigger: Trigger,
     ) -> str: ...
 
     def trigger_savepoint(self, target_dir: str, explicit_target: bool) -> str: ...
@@ -101,7 +107,11 @@ class ControlServer:
             return ControlResponse(request_id, ok=True)
         if isinstance(command, protocol.StopWithSavepoint):
             path = job.stop_with_savepoint(
-                command.target, command.drain, JobState(command.end_state)
+                command.target,
+                command.drain,
+                JobState(command.end_state),
+                command.explicit_target,
+                Trigger.UPGRADE if command.upgrade else Trigger.STOP,
             )
             return ControlResponse(
                 request_id, ok=True, result=protocol.SavepointDone(path).to_result()

@@ -224,10 +224,12 @@ class JobRuntime:
         drain: bool,
         end_state: JobState = JobState.FINISHED,
         explicit_target: bool = False,
+        trigger: Trigger = Trigger.STOP,
     ) -> str:
         """Stop every query between batches (after all available input with ``drain``),
-        take the savepoint, and let the job end ``end_state`` (FINISHED for ``stop``,
-        CANCELED for Flink's deprecated ``cancel --withSavepoint``)."""
+        take the savepoint (recorded as ``trigger``: STOP, or UPGRADE), and let the job end
+        ``end_state`` (FINISHED for ``stop``, CANCELED for Flink's deprecated
+        ``cancel --withSavepoint``)."""
         self._require_live("stop")
         with self.keeper.lock:
             if self._ending is not None:
@@ -242,7 +244,7 @@ class JobRuntime:
         for query in list(self.queries.handles.values()):
             stop_between_batches(query)
         try:
-            return self.snapshots.take_savepoint(target_dir, Trigger.STOP, explicit_target)
+            return self.snapshots.take_savepoint(target_dir, trigger, explicit_target)
         except BaseException as error:
             with self.keeper.lock:
                 self._ending = JobState.FAILED

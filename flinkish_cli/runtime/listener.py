@@ -15,11 +15,14 @@ class QueryEvents(Protocol):
 
     def on_progress(self, progress: dict[str, Any]) -> None: ...
 
+    def on_idle(self, query_id: str, run_id: str) -> None: ...
+
     def on_terminated(self, query_id: str, exception: str | None) -> None: ...
 
 
 class StatusListener(StreamingQueryListener):
-    """Forwards query progress and termination to the job's runtime."""
+    """Forwards query progress, idleness (a trigger that found no new input) and
+    termination to the job's runtime."""
 
     def __init__(self, runtime: QueryEvents) -> None:
         self.runtime = runtime
@@ -31,7 +34,7 @@ class StatusListener(StreamingQueryListener):
         self.runtime.on_progress(json.loads(event.progress.json))
 
     def onQueryIdle(self, event: Any) -> None:
-        return None
+        self.runtime.on_idle(str(event.id), str(event.runId))
 
     def onQueryTerminated(self, event: Any) -> None:
         self.runtime.on_terminated(str(event.id), event.exception)

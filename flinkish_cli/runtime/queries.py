@@ -26,6 +26,7 @@ from flinkish_cli.runtime.flavour import Flavour
 from flinkish_cli.runtime.identity import QueryIdentity
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
+from flinkish_cli.spark.failures import message_lines
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -172,6 +173,7 @@ class JobQueries:
         with self.keeper.lock:
             if self.keeper.state in (JobState.CREATED, JobState.RESTARTING):
                 self.keeper.status.state = JobState.RUNNING
+            self.keeper.status.queries_started = True
         self.keeper.flush()
 
     def listener_added(self, manager: Any, listener: Any) -> None:
@@ -216,13 +218,22 @@ class JobQueries:
             batches = {n: q.last_committed_batch for n, q in self._entries.items()}
         self.restorer.claim_if_done(batches)
 
+    def on_idle(self, query_id: str, run_id: str) -> None:
+        with self.keeper.lock:
+            name = self._identity_of({"runId": run_id, "id": query_id})
+            entry = self._entries.get(name) if name else None
+            if entry is None or entry.idle:
+                return
+            entry.idle = True
+        self.keeper.changed()
+
     def on_terminated(self, query_id: str, exception: str | None) -> None:
         with self.keeper.lock:
             for entry in self._entries.values():
                 if entry.query_id == query_id:
                     entry.active = False
                     if exception:
-                        entry.exception = exception.splitlines()[0][:500]
+                        entry.exception = "\n".join(message_lines(exception)[:2])[:800]
         self.keeper.changed()
 
     def reconcile(self) -> None:
@@ -273,6 +284,8 @@ class JobQueries:
     def new_attempt(self) -> None:
         """Forget the handles of the previous attempt: the program starts its queries again."""
         self.handles = {}
+        with self.keeper.lock:
+            self.keeper.status.queries_started = False
 
     def clear_attempt(self) -> None:
         """Nothing of a failed attempt leaks into the next: its queries stop, Spark forgets

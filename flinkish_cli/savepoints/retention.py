@@ -6,7 +6,8 @@ as ``savepoint -d`` (:func:`~.dispose.dispose`: only a directory named like a sa
 a readable flinkish manifest, never through a symbolic link) and marked DISPOSED in the
 history. Never disposed: the newest completed savepoint, a savepoint the user took into a
 directory of their own naming (unless ``flinkish.savepoint.history.dispose-named``), and
-anything the history does not record as a savepoint of this job.
+anything the history does not record as a savepoint of this job. A job upgraded from
+another (``flinkish upgrade``) counts the savepoints of the jobs it replaced as its own.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def apply_retention(
     from flinkish_cli.savepoints.dispose import dispose
 
     disposed = []
-    for record in retention.expired(history.of_job(job_id), time.time() if now is None else now):
+    records = history.of_lineage(job_id)
+    for record in retention.expired(records, time.time() if now is None else now):
         try:
             dispose(storage_of(record.path), record.path)
         except Exception as error:

@@ -5,28 +5,25 @@ from __future__ import annotations
 import re
 import traceback
 
+#: The line of a short cause that names the program's own exception inside Spark's.
+PYTHON_CAUSE = "Caused by (Python): "
 MAX_LINES = 6
 MAX_CHARS = 800
 _DANGLING = re.compile(r"\s*(Return\s+)?(Message)?:?\s*$")
 
 
+def headline(cause: str | None) -> str:
+    """One line of a short cause: the program's own exception when Spark wraps one."""
+    lines = (cause or "").splitlines()
+    for line in lines:
+        if line.startswith(PYTHON_CAUSE):
+            return line.removeprefix(PYTHON_CAUSE)
+    return lines[0] if lines else ""
+
+
 def short_cause(error: BaseException, program: str | None = None) -> str:
     """Describe ``error`` for a user: its message, and where in ``program`` it was raised."""
-    text = str(error).strip()
-    lines = [line.rstrip() for line in text.splitlines()]
-    if "Traceback (most recent call last)" in text:  # an error inside a Python UDF
-        head = lines[0].split("Traceback (most recent call last)")[0] if lines else ""
-        head = _DANGLING.sub("", head)  # "... Return Message:" introduced the traceback
-        python_error = _python_exception_line(lines)
-        lines = [head, f"Caused by (Python): {python_error}"] if python_error else [head]
-    else:
-        lines = [
-            line
-            for line in lines
-            if line.strip()
-            and not line.lstrip().startswith(("at ", "... ", "JVM stacktrace:"))
-            and not line.startswith("\t")
-        ]
+    lines = message_lines(str(error))
     name = type(error).__name__
     if name in ("StreamingQueryException", "Py4JJavaError", "CapturedException"):
         message = "\n".join(lines[:MAX_LINES])
@@ -36,6 +33,26 @@ def short_cause(error: BaseException, program: str | None = None) -> str:
     if where:
         message += f"\n  at {where}"
     return message[:MAX_CHARS]
+
+
+def message_lines(text: str) -> list[str]:
+    """The lines of an error message worth showing: Spark's message and, for an error inside
+    Python code (a UDF, ``foreachBatch``), the Python exception as ``Caused by (Python):``;
+    never a Java stack trace or a Python traceback."""
+    text = text.strip()
+    lines = [line.rstrip() for line in text.splitlines()]
+    if "Traceback (most recent call last)" in text:  # an error inside a Python UDF
+        head = lines[0].split("Traceback (most recent call last)")[0] if lines else ""
+        head = _DANGLING.sub("", head)  # "... Return Message:" introduced the traceback
+        python_error = _python_exception_line(lines)
+        return [head, f"{PYTHON_CAUSE}{python_error}"] if python_error else [head]
+    return [
+        line
+        for line in lines
+        if line.strip()
+        and not line.lstrip().startswith(("at ", "... ", "JVM stacktrace:"))
+        and not line.startswith("\t")
+    ]
 
 
 def _python_exception_line(lines: list[str]) -> str | None:

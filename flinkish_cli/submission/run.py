@@ -34,30 +34,19 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
     Raises :class:`JobFailedError` when the job fails and :class:`JobCanceledError` when an
     attached job is cancelled, so that the exit status tells scripts what happened.
     """
-    restore = None
-    if request.from_savepoint:
-        from flinkish_cli.savepoints.restore import plan_restore
-
-        restore = plan_restore(request, config)
-    prepared = submit.prepare(request, config, restore)
-    launched = submit.start(
-        prepared, watch_cli=request.shutdown_on_attached_exit and not request.detached
-    )
-    job_id = prepared.plan.job_id
     if request.detached:
-        try:
-            status = launcher.wait_until_running(prepared.registry, job_id, launched)
-        except JobError:
-            prepared.discard()
-            raise
+        status = launch_detached(request, config)
         if status.state is JobState.FAILED:
             raise JobFailedError(
-                f"Job {job_id} failed at start-up: {status.failure_cause}",
-                f"The full log is {prepared.log_path} ('flinkish logs {job_id}').",
+                f"Job {status.job_id} failed at start-up: {status.failure_cause}",
+                f"The full log is {status.log_path} ('flinkish logs {status.job_id}').",
             )
-        presenter.submitted(job_id)
+        presenter.submitted(status.job_id)
         presenter.ended(status, detached=True)
         return status
+    prepared = submit.prepare(request, config, restore_plan(request, config))
+    launched = submit.start(prepared, watch_cli=request.shutdown_on_attached_exit)
+    job_id = prepared.plan.job_id
     presenter.submitted(job_id)
     if launched.process.stdout is not None:
         pass_output(launched.process.stdout, launched.log_path, presenter.output_line)
@@ -85,6 +74,27 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
             f"'flinkish run -s {prepared.plan.job_dir} ...'.",
         )
     return status
+
+
+def launch_detached(request: submit.RunRequest, config: Any) -> JobStatus:
+    """Start the job and wait until it runs: its status, RUNNING, or FAILED when it failed
+    at start-up (a :class:`JobError` when it could not be started at all)."""
+    prepared = submit.prepare(request, config, restore_plan(request, config))
+    launched = submit.start(prepared)
+    try:
+        return launcher.wait_until_running(prepared.registry, prepared.plan.job_id, launched)
+    except JobError:
+        prepared.discard()
+        raise
+
+
+def restore_plan(request: submit.RunRequest, config: Any) -> Any:
+    """Where the job starts from (``-s``), checked: a RestorePlan, or None."""
+    if not request.from_savepoint:
+        return None
+    from flinkish_cli.savepoints.restore import plan_restore
+
+    return plan_restore(request, config)
 
 
 class _Interrupts:

@@ -19,7 +19,9 @@ from typing import Any
 from flinkish_cli.errors import ConfigError, JobError, UsageError
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.plan.rundir import PROPERTIES_FILE, make_run_dir
+from flinkish_cli.registry import program
 from flinkish_cli.registry.jobid import new_job_id
+from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.spark import cds
@@ -57,6 +59,9 @@ class RunRequest:
     allow_non_restored_state: bool = False
     claim_mode: str = "no_claim"
     shutdown_on_attached_exit: bool = False  # -sae
+    #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
+    upgraded_from: str | None = None
+    rolled_back: bool = False
 
     def config_flags(self) -> dict[str, str]:
         """The configuration keys that this request's flags set (they win over -D); which
@@ -88,6 +93,11 @@ class PreparedJob:
     log_path: Path
     registry: JobRegistry
     package: packaging.JobPackage | None
+    #: what the registry keeps of the program (for an upgrade's rollback), and its files
+    program: ProgramRecord
+    kept_files: list[Path] = field(default_factory=list)
+    upgraded_from: str | None = None
+    rolled_back: bool = False
 
     def discard(self) -> None:
         """Remove what preparing wrote (nothing else was touched)."""
@@ -187,10 +197,10 @@ def _plan(
     restore: RestorePlan | None,
 ) -> PreparedJob:
     package = packaging.package_job(script, run_dir) if script else None
-    py_files = [str(package.zip_path)] if package else []
-    py_files += [_as_py_file(item, run_dir) for item in request.py_files]
+    shipped = [_as_py_file(item, run_dir) for item in request.py_files]
     if request.py_requirements:
-        py_files.append(str(install_requirements(request.py_requirements, run_dir)))
+        shipped.append(str(install_requirements(request.py_requirements, run_dir)))
+    py_files = ([str(package.zip_path)] if package else []) + shipped
     if not deployment.driver_is_local:
         py_files.append(str(packaging.package_flinkish(run_dir)))
     archives = list(request.py_archives)
@@ -258,7 +268,43 @@ def _plan(
             cds_missing=cds_missing,
         )
     registry = registry_for(config)
-    return PreparedJob(plan, command, deployment, run_dir, log_path, registry, package)
+    kept = [package.zip_path] if package else []
+    kept += [Path(item) for item in shipped if "://" not in item]
+    program = ProgramRecord(
+        kind=entry.kind,
+        target=package.script_in_zip if package else entry.target,
+        args=list(request.args),
+        archives=archives,
+        options={"jobmanager": request.jobmanager} if request.jobmanager else {},
+        conf=dict(plan.flink_conf),
+        origin=entry.target,
+    )
+    return PreparedJob(
+        plan,
+        command,
+        deployment,
+        run_dir,
+        log_path,
+        registry,
+        package,
+        program,
+        _distinct_names(kept, run_dir),
+        request.upgraded_from,
+        request.rolled_back,
+    )
+
+
+def _distinct_names(files: list[Path], run_dir: Path) -> list[Path]:
+    """The files to keep, each under a name of its own (two -pyfs files may share one):
+    a clash is copied into the run directory under a numbered name."""
+    named: list[Path] = []
+    for index, path in enumerate(files):
+        if any(p.name == path.name for p in named):
+            copy = run_dir / f"kept-{index}-{path.name}"
+            shutil.copyfile(path, copy)
+            path = copy
+        named.append(path)
+    return named
 
 
 def _as_py_file(item: str, run_dir: Path) -> str:
@@ -360,8 +406,11 @@ def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
         mode=plan.runtime_mode,
         parallelism=plan.parallelism,
         restored_from=plan.restore.source if plan.restore else None,
+        upgraded_from=prepared.upgraded_from,
+        rolled_back=prepared.rolled_back,
     )
     prepared.registry.write(status)
+    program.keep(prepared.registry, plan.job_id, prepared.program, prepared.kept_files)
     try:
         return launcher.launch(
             prepared.command,

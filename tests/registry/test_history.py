@@ -78,3 +78,28 @@ def test_a_damaged_record_is_skipped(tmp_path: Path) -> None:
 
 def test_a_job_without_savepoints_has_an_empty_history(tmp_path: Path) -> None:
     assert _history(tmp_path).of_job(B) == []
+
+
+def test_the_history_follows_a_job_across_its_upgrades(tmp_path: Path) -> None:
+    history = _history(tmp_path)
+    registry = history.registry
+    c, d = "c" * 32, "d" * 32
+    registry.write(JobStatus(job_id=c, name="job-c", upgraded_from=A))
+    registry.write(JobStatus(job_id=d, name="job-d", upgraded_from=c, rolled_back=True))
+    older = _record(A, Trigger.PERIODIC, "/sp/savepoint-aaaaaa-000000000001")
+    upgrade = _record(A, Trigger.UPGRADE, "/sp/savepoint-aaaaaa-000000000002")
+    unrelated = _record(B, Trigger.MANUAL, "/sp/savepoint-bbbbbb-000000000001")
+    newest = _record(d, Trigger.MANUAL, "/sp/savepoint-dddddd-000000000001")
+    for record in (older, upgrade, unrelated, newest):
+        history.record(record)
+    assert [r.path for r in history.of_lineage(d)] == [newest.path, upgrade.path, older.path]
+    assert [r.path for r in history.of_lineage(A)] == [upgrade.path, older.path]
+
+
+def test_a_loop_of_damaged_links_ends(tmp_path: Path) -> None:
+    history = _history(tmp_path)
+    registry = history.registry
+    registry.write(JobStatus(job_id=A, name="job-a", upgraded_from=B))
+    registry.write(JobStatus(job_id=B, name="job-b", upgraded_from=A))
+    history.record(_record(A, Trigger.UPGRADE, "/sp/savepoint-aaaaaa-000000000001"))
+    assert len(history.of_lineage(A)) == 1

@@ -28,6 +28,7 @@ COMMANDS = [
     Stop("Stopped by SIGTERM."),
     StopWithSavepoint("s3://b/sp", drain=True, format_type="NATIVE", end_state="CANCELED"),
     StopWithSavepoint("/sp", detached=True),
+    StopWithSavepoint("/sp", explicit_target=True, upgrade=True),
     TriggerSavepoint("hdfs:///sp", detached=True),
     TriggerCheckpoint(30.0),
 ]
@@ -40,7 +41,7 @@ def test_every_command_survives_the_channel(command) -> None:
 
 
 def test_only_cancel_and_a_plain_stop_end_the_job_at_once() -> None:
-    assert [ends_at_once(c) for c in COMMANDS] == [True, True, False, False, False, False]
+    assert [ends_at_once(c) for c in COMMANDS] == [True, True, False, False, False, False, False]
 
 
 @pytest.mark.parametrize(
@@ -111,3 +112,10 @@ def test_a_named_target_directory_travels_with_the_savepoint_request() -> None:
     }
     assert command_of(to_request(named)) == named
     assert "explicit_target" not in to_request(TriggerSavepoint("/sp")).args  # the earlier form
+
+
+def test_an_upgrade_savepoint_is_marked_on_the_wire_only_when_it_is_one() -> None:
+    assert to_request(StopWithSavepoint("/sp", upgrade=True)).args["upgrade"] is True
+    assert "upgrade" not in to_request(StopWithSavepoint("/sp")).args  # the earlier form
+    odd = ControlRequest("stop", {"savepoint": True, "target": "/sp", "upgrade": "yes"})
+    assert command_of(odd) == StopWithSavepoint("/sp")  # only a JSON true says so

@@ -3,8 +3,8 @@
 The server is started once for the module by ``scripts/start-cluster.sh --session`` (the
 ``connect_server`` fixture) and stopped at the end. Each job's program runs as a Spark
 Connect client under the same runtime as a fresh driver: the savepoint cycle resumes exactly
-once, a killed client is restarted by its supervisor, two jobs keep their own settings, and
-what Spark Connect cannot do (rescaling state offline) is refused clearly.
+once across an upgrade, a killed client is restarted by its supervisor, two jobs keep their
+own settings, and what Spark Connect cannot do (rescaling state offline) is refused clearly.
 """
 
 from __future__ import annotations
@@ -114,16 +114,30 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     )
     taken = env.run("savepoint", job_id, check=True)
     savepoint = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
-    stopped = env.run("stop", "--drain", job_id, check=True)
+
+    # CI upgrades the job in the session cluster (the same program, as a redeploy would)
+    upgraded = env.run("upgrade", "-m", address, *restarts, *periodic, job_id, *args, check=True)
+    upgrade_savepoint = SAVEPOINT.search(upgraded.stdout).group(1)  # type: ignore[union-attr]
+    new_id = job_id_of(upgraded.stdout)
+    assert f"Upgrade of job {job_id} completed: job {new_id} (" in upgraded.stdout
+    assert env.job(job_id)["upgraded_to"] == new_id and env.job(new_id)["upgraded_from"] == job_id
+    write_events(inputs, rows[9:10])
+    _wait(lambda: len(committed_rows(output / "raw")) >= 10, "the upgraded job goes on")
+
+    stopped = env.run("stop", "--drain", new_id, check=True)
     assert SAVEPOINT.search(stopped.stdout)
-    assert env.job(job_id)["state"] == "FINISHED"
+    assert env.job(new_id)["state"] == "FINISHED"
     final_savepoint = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
     assert savepoint != final_savepoint
-    records = _history(env, job_id)
+    records = _history(env, new_id)  # the history follows the job across its upgrade
     history = [(r["trigger"], r["state"], r["path"]) for r in records if r["trigger"] != "PERIODIC"]
-    assert history == [("STOP", "COMPLETED", final_savepoint), ("MANUAL", "COMPLETED", savepoint)]
+    assert history == [
+        ("STOP", "COMPLETED", final_savepoint),
+        ("UPGRADE", "COMPLETED", upgrade_savepoint),
+        ("MANUAL", "COMPLETED", savepoint),
+    ]
 
-    write_events(inputs, rows[9:])
+    write_events(inputs, rows[10:])
     resumed = env.run(
         "run",
         "-m",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.flinkish_env import FlinkishEnv
-from tests.savepoints.test_savepoint_cycle import COUNTS_JOB, Cycle, _savepoint_path
+from tests.fixtures.cycle import Cycle, savepoint_path
+from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv
 from tests.storage.tcp_proxy import TcpProxy
 from tests.storage.tmpfs import fill, small_tmpfs
 
@@ -50,11 +50,11 @@ def test_full_disk_during_a_savepoint_then_a_retry(flinkish_env: FlinkishEnv) ->
         left = list((disk / "sp").glob("savepoint-*")) if (disk / "sp").exists() else []
         assert left == [], "the partial savepoint was removed"
         filler.unlink()
-        path = _savepoint_path(env.run("savepoint", job, str(disk / "sp"), check=True).stdout)
+        path = savepoint_path(env.run("savepoint", job, str(disk / "sp"), check=True).stdout)
         assert (Path(path) / "_metadata").is_file()
         cycle.add_input(1)
         cycle.wait_until_all_processed()
-        stopped = _savepoint_path(env.run("stop", job, check=True).stdout)
+        stopped = savepoint_path(env.run("stop", job, check=True).stdout)
     cycle.add_input(2)
     resumed = cycle.start("-s", stopped)
     cycle.wait_until_all_processed()
@@ -103,7 +103,7 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
         assert len(partial) == 1, partial  # the clean-up could not delete it while S3 was gone
         for name in partial:
             _incomplete_refused(env, f"{target}/{name}")
-        path = _savepoint_path(env.run("savepoint", job, target, check=True).stdout)
+        path = savepoint_path(env.run("savepoint", job, target, check=True).stdout)
         env.run("cancel", job, check=True)
         cycle.add_input(1)
         resumed = cycle.start("-s", path)

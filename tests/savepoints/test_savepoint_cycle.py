@@ -7,7 +7,6 @@ the sink holds every input row exactly once.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import json
 import re
@@ -17,79 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.cycle import Cycle, savepoint_path
 from tests.fixtures.flinkish_env import (
     COUNTS_JOB,
     JOBS,
     FlinkishEnv,
     job_id_of,
-    read_json_dir,
     write_events,
 )
 
 pytestmark = pytest.mark.spark
-
-SAVEPOINT_LINE = re.compile(r"^Savepoint completed\. Path: (\S+)$", re.MULTILINE)
-
-
-class Cycle:
-    """Input files, the job's output and the ground truth of one test."""
-
-    def __init__(self, env: FlinkishEnv) -> None:
-        self.env = env
-        self.inputs = env.root / "in"
-        self.output = env.root / "out"
-        self.rows: list[dict] = []
-
-    def add_input(self, files: int, rows_per_file: int = 10, keys: int = 7) -> None:
-        for _ in range(files):
-            start = len(self.rows)
-            batch = [
-                {"key": f"k{(i * 31) % keys}", "value": i, "seq": i}
-                for i in range(start, start + rows_per_file)
-            ]
-            self.rows += batch
-            write_events(self.inputs, batch)
-
-    def args(self) -> list[str]:
-        return [COUNTS_JOB, "--input", str(self.inputs), "--output", str(self.output)]
-
-    def start(self, *flags: str) -> str:
-        result = self.env.run("run", "-d", *flags, *self.args(), check=True)
-        return job_id_of(result.stdout)
-
-    def wait_until_all_processed(self, timeout: float = 180) -> None:
-        """Until both queries have seen every input row (the sink and the counts)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            raw, counted = len(self.raw()), sum(self.final_counts().values())
-            if raw >= len(self.rows) and counted >= len(self.rows):
-                return
-            assert time.monotonic() < deadline, f"{raw}/{counted} of {len(self.rows)} rows"
-            time.sleep(0.5)
-
-    def raw(self) -> list[dict]:
-        return read_json_dir(self.output / "raw") if (self.output / "raw").exists() else []
-
-    def final_counts(self) -> dict[str, int]:
-        latest: dict[str, tuple[int, int]] = {}
-        for batch_dir in (self.output / "counts").glob("batch=*"):
-            batch = int(batch_dir.name.split("=")[1])
-            for row in read_json_dir(batch_dir):
-                if row["key"] not in latest or latest[row["key"]][0] < batch:
-                    latest[row["key"]] = (batch, row["count"])
-        return {key: count for key, (_, count) in latest.items()}
-
-    def check_exactly_once(self) -> None:
-        seqs = sorted(row["seq"] for row in self.raw())
-        assert seqs == list(range(len(self.rows))), "raw sink: every row exactly once"
-        truth = collections.Counter(row["key"] for row in self.rows)
-        assert self.final_counts() == dict(truth), "counts equal the ground truth"
-
-
-def _savepoint_path(stdout: str) -> str:
-    match = SAVEPOINT_LINE.search(stdout)
-    assert match, stdout
-    return match.group(1)
 
 
 def _wait_for_history(env: FlinkishEnv, job: str, enough, timeout: float = 120) -> list[dict]:
@@ -131,7 +67,7 @@ def test_an_older_savepoint_into_a_file_sink_that_moved_on_is_refused(
     cycle.add_input(2)
     job = cycle.start()
     cycle.wait_until_all_processed()
-    older = _savepoint_path(env.run("savepoint", job, check=True).stdout)
+    older = savepoint_path(env.run("savepoint", job, check=True).stdout)
     cycle.add_input(1)
     cycle.wait_until_all_processed()
     env.run("cancel", job, check=True)
@@ -151,7 +87,7 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     cycle.wait_until_all_processed()
 
     taken = env.run("savepoint", job, check=True).stdout
-    first = _savepoint_path(taken)
+    first = savepoint_path(taken)
     assert re.fullmatch(rf".*/savepoint-{job[:6]}-[0-9a-f]{{12}}", first), first
     assert (Path(first) / "_metadata").is_file()
     assert env.job(job)["state"] == "RUNNING", "a savepoint leaves the job running"
@@ -165,7 +101,7 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     cycle.add_input(1)  # --drain processes it before the savepoint: nothing left to wait for
     stopped = env.run("stop", "--drain", job, check=True).stdout
     assert len(cycle.raw()) == len(cycle.rows), "drained before the savepoint"
-    second = _savepoint_path(stopped)
+    second = savepoint_path(stopped)
     assert env.job(job)["state"] == "FINISHED"
     before = _digest(Path(second))
     # the savepoint history, newest first, as a CI script reads it
@@ -230,7 +166,7 @@ def test_damaged_incomplete_and_mismatched_savepoints_are_refused(
     cycle.add_input(2)
     job = cycle.start()
     cycle.wait_until_all_processed()
-    path = Path(_savepoint_path(env.run("stop", job, check=True).stdout))
+    path = Path(savepoint_path(env.run("stop", job, check=True).stdout))
     assert "it is FINISHED" in env.run("savepoint", job, check=False).stderr
 
     damaged = env.savepoints / "savepoint-aaaaaa-000000000001"
@@ -306,7 +242,7 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     job = cycle.start()
     cycle.wait_until_all_processed()
     target = f"{s3_bucket}/savepoints"
-    first = _savepoint_path(env.run("savepoint", job, target, check=True).stdout)
+    first = savepoint_path(env.run("savepoint", job, target, check=True).stdout)
     assert first.startswith(f"{target}/savepoint-{job[:6]}-")
     history = json.loads(env.run("savepoint", "list", "--output", "json", check=True).stdout)
     [record] = history["savepoints"]  # a savepoint on S3, recorded in the registry
@@ -314,7 +250,7 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     assert record["size"] > 0
     cycle.add_input(1)
     cycle.wait_until_all_processed()
-    second = _savepoint_path(env.run("stop", "--savepointPath", target, job, check=True).stdout)
+    second = savepoint_path(env.run("stop", "--savepointPath", target, job, check=True).stdout)
     bucket = s3_bucket.removeprefix("s3://")
     keys = [
         o["Key"]
@@ -324,7 +260,16 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     cycle.add_input(2)
     resumed = cycle.start("-s", second)
     cycle.wait_until_all_processed()
-    env.run("cancel", resumed, check=True)
+    # an upgrade through S3: its savepoint goes there, the new program restores from it
+    upgraded = env.run("upgrade", "--savepointPath", target, resumed, *cycle.args(), check=True)
+    through = savepoint_path(upgraded.stdout)
+    assert through.startswith(f"{target}/savepoint-{resumed[:6]}-")
+    assert re.search(
+        rf"^Upgrade of job {resumed} completed: .* from savepoint {through} ", upgraded.stdout, re.M
+    )
+    cycle.add_input(1)
+    cycle.wait_until_all_processed()
+    env.run("cancel", job_id_of(upgraded.stdout), check=True)
     cycle.check_exactly_once()
     info = env.run("savepoint", "info", "--no-rows", first, check=True).stdout
     assert "counts" in info and "raw" in info
@@ -342,7 +287,7 @@ def test_rescale_from_2_to_4_partitions_with_rocksdb(flinkish_env: FlinkishEnv) 
     cycle.add_input(3)
     job = cycle.start("-p", "2")
     cycle.wait_until_all_processed()
-    path = _savepoint_path(env.run("stop", job, check=True).stdout)
+    path = savepoint_path(env.run("stop", job, check=True).stdout)
     cycle.add_input(2)
     resumed = cycle.start("-s", path, "-p", "4", "--claimMode", "claim")
     cycle.wait_until_all_processed()
@@ -350,7 +295,7 @@ def test_rescale_from_2_to_4_partitions_with_rocksdb(flinkish_env: FlinkishEnv) 
     while Path(path).exists():  # claimed: deleted once the job has its own checkpoints
         assert time.monotonic() < deadline, "the claimed savepoint was not taken over"
         time.sleep(0.5)
-    final = _savepoint_path(env.run("stop", resumed, check=True).stdout)
+    final = savepoint_path(env.run("stop", resumed, check=True).stdout)
     cycle.check_exactly_once()
     import json
 
