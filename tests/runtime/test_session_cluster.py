@@ -81,6 +81,7 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
         "restart-strategy.fixed-delay.delay=1 s",
     ]
     periodic = ["-D", "flinkish.savepoint.periodic.interval=2 s"]
+    periodic += ["-D", "flinkish.savepoint.history.max-count=1000"]  # retention: tested elsewhere
     started = env.run("run", "-d", "-m", address, *restarts, *periodic, *args, check=True)
     job_id = job_id_of(started.stdout)
     listed = env.run("list", "-r", "-m", address, check=True).stdout

@@ -260,8 +260,16 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     cycle.add_input(2)
     resumed = cycle.start("-s", second)
     cycle.wait_until_all_processed()
-    # an upgrade through S3: its savepoint goes there, the new program restores from it
-    upgraded = env.run("upgrade", "--savepointPath", target, resumed, *cycle.args(), check=True)
+    # an upgrade through S3: its savepoint goes there, the new program restores from it, and
+    # then takes periodic savepoints there too, which retention disposes of on S3
+    periodic = [
+        *("-D", f"execution.checkpointing.savepoint-dir={target}/periodic"),
+        *("-D", "flinkish.savepoint.periodic.interval=1 s"),
+        *("-D", "flinkish.savepoint.history.max-count=2"),
+    ]
+    upgraded = env.run(
+        "upgrade", "--savepointPath", target, *periodic, resumed, *cycle.args(), check=True
+    )
     through = savepoint_path(upgraded.stdout)
     assert through.startswith(f"{target}/savepoint-{resumed[:6]}-")
     assert re.search(
@@ -269,7 +277,23 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     )
     cycle.add_input(1)
     cycle.wait_until_all_processed()
-    env.run("cancel", job_id_of(upgraded.stdout), check=True)
+    newest = job_id_of(upgraded.stdout)
+    records = _wait_for_history(
+        env, newest, lambda rs: any(r["state"] == "DISPOSED" for r in rs), timeout=180
+    )
+    periodic_records = [r for r in records if r["trigger"] == "PERIODIC"]
+    assert periodic_records[0]["state"] == "COMPLETED", "the newest is never disposed"
+    stored = {
+        o["Key"]
+        for o in s3_server.client().list_objects_v2(Bucket=bucket, Prefix="savepoints/periodic/")[
+            "Contents"
+        ]
+    }
+    for record in periodic_records:
+        manifest = f"{record['path'].removeprefix(s3_bucket + '/')}/_metadata"
+        assert (manifest in stored) == (record["state"] == "COMPLETED"), record
+    assert through in {r["path"] for r in records if r["trigger"] == "UPGRADE"}  # the lineage
+    env.run("cancel", newest, check=True)
     cycle.check_exactly_once()
     info = env.run("savepoint", "info", "--no-rows", first, check=True).stdout
     assert "counts" in info and "raw" in info
