@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="[session]"
-[ "${1:-}" = "--test" ] && extras="[session,test]"
+extras="[session,web]"
+[ "${1:-}" = "--test" ] && extras="[session,web,test]"
 
 java_bin="java"
 [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java_bin="$JAVA_HOME/bin/java"
@@ -38,3 +38,18 @@ fi
 # Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
 # each start; made once per Spark, Java and flinkish version; never fails the set-up).
 .venv/bin/python -m flinkish_cli.spark.cds || true
+
+if [ "${1:-}" = "--test" ]; then
+  # The tests' real parts: Debian's Prometheus (it scrapes flinkish web) and Apache Flink's
+  # own CLI from PyPI, in a virtual environment of its own (it drives flinkish web).
+  if ! command -v prometheus >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; } \
+        >>"$log" 2>&1 || echo "WARNING: 'apt-get install prometheus' failed (see $log)." >&2
+    else
+      echo "WARNING: the tests need Prometheus: apt-get install prometheus" >&2
+    fi
+  fi
+  .venv/bin/python -c 'from benchmarks.flink import install, venv_dir; install(venv_dir())' ||
+    echo "WARNING: Apache Flink's CLI could not be installed; its tests will say why." >&2
+fi

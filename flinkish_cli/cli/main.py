@@ -43,6 +43,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     ),
     "logs": ("flinkish_cli.cli.commands.logs:logs", "Show a job's driver log."),
     "config": ("flinkish_cli.cli.commands.config_cmd:config", "Show the effective configuration."),
+    "web": ("flinkish_cli.cli.commands.web:web", "Serve Flink's REST API and /metrics."),
 }
 
 

@@ -72,15 +72,26 @@ def require_running(registry: JobRegistry, job_id: str, action: str) -> JobStatu
 
 
 def send_detached(
-    registry: JobRegistry, job_id: str, command: Command, ttl: float = DETACHED_TTL
+    registry: JobRegistry,
+    job_id: str,
+    command: Command,
+    ttl: float = DETACHED_TTL,
+    trigger_id: str | None = None,
 ) -> str:
     """Send ``command`` without waiting (a detached trigger); its request id, the trigger id.
 
-    The job carries it out when its driver next polls, at most ``ttl`` seconds from now.
+    The job carries it out when its driver next polls, at most ``ttl`` seconds from now. A
+    ``trigger_id`` chosen by the caller (Flink's clients may) names the request; sending the
+    same one again sends nothing, so a retried trigger is carried out once.
     """
+    channel = ControlChannel(registry, job_id)
     request = to_request(command)
     request.expires = time.time() + ttl
-    ControlChannel(registry, job_id).send(request)
+    if trigger_id is not None:
+        request.request_id = trigger_id
+        if channel.state_of(trigger_id) is not None:
+            return trigger_id
+    channel.send(request)
     return request.request_id
 
 

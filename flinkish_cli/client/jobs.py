@@ -24,6 +24,7 @@ from flinkish_cli.client.asking import (
     wait_for_end,
 )
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError, UsageError
+from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.protocol import (
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from flinkish_cli.submission.submit import RunRequest
 
 SCHEMES = ("file://", "s3://", "s3a://", "hdfs://")
+__all__ = ["JobClient", "StopOutcome", "TriggerResult", "is_trigger_id", "resolve_local"]
 
 
 def resolve_local(path: str) -> str:
@@ -77,6 +79,17 @@ def savepoint_target(config: Any, given: str | None) -> str:
         )
     resolved = resolve_local(target)
     return resolved.rstrip("/") or resolved
+
+
+@dataclass(frozen=True)
+class TriggerResult:
+    """A detached trigger (savepoint, stop, checkpoint): under way, or done with the driver's
+    answer (a savepoint's ``path``, a checkpoint's ``batches``) or its error."""
+
+    done: bool
+    ok: bool = False
+    result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str | None = None
 
 
 @dataclass
@@ -176,12 +189,15 @@ class JobClient:
         return require_running(self.registry, parse_job_id(job_id), action)
 
     # -- ending a job ----------------------------------------------------------------------
-    def cancel(self, job_id: str, timeout: float = CANCEL_TIMEOUT) -> JobStatus:
-        """Cancel a running job at once; its final status."""
+    def cancel(self, job_id: str, timeout: float = CANCEL_TIMEOUT, wait: bool = True) -> JobStatus:
+        """Cancel a running job at once; its final status (without ``wait``: its status once
+        its driver accepted, as Flink's REST API answers before the job has ended)."""
         status = self._running(job_id, "cancel")
         response = ask(self.registry, status.job_id, Cancel(), timeout)
         if not response.ok:
             raise refused_end(self.registry, status.job_id, "cancel", response)
+        if not wait:
+            return self.registry.get(status.job_id)
         final = wait_for_end(self.registry, status.job_id, timeout)
         if not final.effective_state().is_terminal:
             raise JobError(
@@ -233,12 +249,19 @@ class JobClient:
         return StopOutcome(job_id, path, final.effective_state(), final.effective_failure_cause())
 
     def stop_detached(
-        self, job_id: str, target: str | None, drain: bool, format_type: str = "CANONICAL"
+        self,
+        job_id: str,
+        target: str | None,
+        drain: bool,
+        format_type: str = "CANONICAL",
+        end_state: JobState = JobState.FINISHED,
+        trigger_id: str | None = None,
     ) -> str:
-        """Ask a running job to stop with a savepoint without waiting; the trigger id."""
-        job_id, command = self._stop_command(job_id, target, drain, JobState.FINISHED, format_type)
+        """Ask a running job to stop with a savepoint without waiting; the trigger id (the
+        caller's, when it chose one: see :func:`~flinkish_cli.client.asking.send_detached`)."""
+        job_id, command = self._stop_command(job_id, target, drain, end_state, format_type)
         detached = dataclasses.replace(command, detached=True)
-        return send_detached(self.registry, job_id, detached)
+        return send_detached(self.registry, job_id, detached, trigger_id=trigger_id)
 
     # -- savepoints and checkpoints --------------------------------------------------------
     def savepoint(self, job_id: str, target: str | None, format_type: str = "CANONICAL") -> str:
@@ -253,7 +276,11 @@ class JobClient:
         return _savepoint_path(response.result, status.job_id)
 
     def savepoint_detached(
-        self, job_id: str, target: str | None, format_type: str = "CANONICAL"
+        self,
+        job_id: str,
+        target: str | None,
+        format_type: str = "CANONICAL",
+        trigger_id: str | None = None,
     ) -> str:
         """Ask a running job for a savepoint without waiting; the trigger id."""
         status = self._running(job_id, "take a savepoint of")
@@ -263,7 +290,32 @@ class JobClient:
             detached=True,
             explicit_target=target is not None,
         )
-        return send_detached(self.registry, status.job_id, command)
+        return send_detached(self.registry, status.job_id, command, trigger_id=trigger_id)
+
+    def checkpoint_detached(self, job_id: str, trigger_id: str | None = None) -> str:
+        """Ask a running job for its next checkpoint without waiting; the trigger id."""
+        status = self._running(job_id, "checkpoint")
+        return send_detached(
+            self.registry, status.job_id, TriggerCheckpoint(), trigger_id=trigger_id
+        )
+
+    def trigger_result(self, job_id: str, trigger_id: str) -> TriggerResult | None:
+        """Where a detached trigger of the job stands; None when the job has no such trigger
+        (never sent, or answered and forgotten)."""
+        from flinkish_cli.registry.control import ControlChannel
+
+        job_id = parse_job_id(job_id)
+        channel = ControlChannel(self.registry, job_id)
+        response = channel.response(trigger_id)
+        if response is not None:
+            return TriggerResult(True, response.ok, dict(response.result), response.error)
+        if channel.state_of(trigger_id) is None:
+            return None
+        status = self.registry.find(job_id)
+        if status is not None and status.effective_state().is_terminal:  # never answered now
+            state = status.effective_state().value
+            return TriggerResult(True, False, error=f"Job {job_id} ended {state} first.")
+        return TriggerResult(False)
 
     def checkpoint(self, job_id: str) -> CheckpointDone:
         """Wait for the job's next completed checkpoint (a committed batch of every query)."""
@@ -271,10 +323,7 @@ class JobClient:
         response = ask(self.registry, status.job_id, TriggerCheckpoint(), CHECKPOINT_TIMEOUT)
         if not response.ok:
             raise SavepointError(f"Checkpoint of job {status.job_id} failed: {response.error}")
-        try:
-            return CheckpointDone.from_result(response.result)
-        except ValueError as error:
-            raise SavepointError(f"Checkpoint of job {status.job_id}: {error}.") from None
+        return checkpoint_of(status.job_id, response.result)
 
     def dispose_savepoint(self, path: str) -> None:
         """Delete a savepoint (and refuse anything else); its record in its job's history,
@@ -288,6 +337,40 @@ class JobClient:
             SavepointHistory(self.registry).mark_disposed(manifest.job_id, path)
         except FlinkishError:  # another registry's job, or one whose directory is gone
             return
+
+    def dispose_detached(self, path: str) -> str:
+        """Dispose of a savepoint now and keep the outcome in the registry under a new
+        trigger id (Flink's asynchronous disposal): the trigger id."""
+        from flinkish_cli.registry import operations
+        from flinkish_cli.registry.control import new_request_id
+
+        trigger_id = new_request_id()
+        try:
+            self.dispose_savepoint(path)
+        except FlinkishError as error:
+            operations.record(self.registry, trigger_id, False, error.message)
+        else:
+            operations.record(self.registry, trigger_id, True, None)
+        return trigger_id
+
+    def disposal_result(self, trigger_id: str) -> TriggerResult | None:
+        """The outcome of :meth:`dispose_detached`; None for an unknown trigger id."""
+        from flinkish_cli.registry import operations
+
+        outcome = operations.result(self.registry, trigger_id)
+        if outcome is None:
+            return None
+        return TriggerResult(True, outcome[0], error=outcome[1])
+
+    def job_configuration(self, job_id: str) -> dict[str, str]:
+        """The configuration the job runs with (never a secret: the kept program's, see
+        :mod:`flinkish_cli.registry.program`); empty for a job submitted by an older flinkish."""
+        from flinkish_cli.registry import program
+
+        try:
+            return dict(program.load(self.registry, parse_job_id(job_id)).conf)
+        except FlinkishError:
+            return {}
 
     def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
         """The savepoints of one job, and of the jobs it was upgraded from (every job's
@@ -320,6 +403,14 @@ class JobClient:
                 for operator in query["stateful-operators"]:
                     operator["rows"] = rows_of.get(operator["id"], {})
         return summary
+
+
+def checkpoint_of(job_id: str, result: dict[str, Any]) -> CheckpointDone:
+    """The checkpoint a job's answer names; a :class:`SavepointError` when it names none."""
+    try:
+        return CheckpointDone.from_result(result)
+    except ValueError as error:
+        raise SavepointError(f"Checkpoint of job {job_id}: {error}.") from None
 
 
 def _stop_action(end_state: JobState) -> str:

@@ -703,6 +703,79 @@ OPTIONS: tuple[Option, ...] = (
         default="1 s",
     ),
     Option(
+        "rest.bind-address",
+        Str(),
+        MO,
+        "Address flinkish web (the REST API, dashboard and /metrics) binds to. Loopback by "
+        "default; any other address needs flinkish.web.auth-token.",
+        RUNTIME,
+        default="127.0.0.1",
+    ),
+    Option(
+        "rest.bind-port",
+        Int(),
+        MO,
+        "Port of flinkish web (Flink's REST port; rest.port still names the session "
+        "cluster's Spark Connect port in flinkish).",
+        RUNTIME,
+        default="8081",
+        check=Check(lambda v: 0 <= v <= 65535, "a port from 0 (any free port) to 65535"),
+    ),
+    Option(
+        "flinkish.web.auth-token",
+        Str(),
+        MO,
+        "Bearer token flinkish web requires (Authorization: Bearer <token>; Flink's CLI "
+        "sends it with FLINK_REST_CLIENT_HEADERS). Give it as a secret reference "
+        "(${env:VAR} or ${file:path}), never on a command line. Required off loopback.",
+        RUNTIME,
+    ),
+    Option(
+        "web.cancel.enable",
+        Bool(),
+        MO,
+        "Whether flinkish web cancels and stops jobs (the REST API and the dashboard's buttons).",
+        RUNTIME,
+        default="true",
+    ),
+    Option(
+        "web.submit.enable",
+        Bool(),
+        MO,
+        "Program uploads through the REST API: flinkish web never takes them (true is "
+        "refused at start).",
+        RUNTIME,
+        default="false",
+    ),
+    Option(
+        "web.checkpoints.history",
+        Int(),
+        MO,
+        "How many recent checkpoints (micro-batches) the REST API and dashboard list per job.",
+        RUNTIME,
+        default="10",
+        check=at_least(1, "an integer"),
+    ),
+    Option(
+        "web.refresh-interval",
+        Duration(),
+        MO,
+        "How often the dashboard refreshes itself.",
+        RUNTIME,
+        default="3 s",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "rest.server.max-content-length",
+        Int(),
+        MO,
+        "The largest request body flinkish web reads, in bytes (larger: 413). flinkish's "
+        "default is 1 MiB, Flink's 100 MiB: no request of this API needs more.",
+        RUNTIME,
+        default="1048576",
+        check=at_least(1024, "a number of bytes"),
+    ),
+    Option(
         "web.exception-history-size",
         Int(),
         RS,

@@ -59,8 +59,15 @@ def poll_interval(storage: object) -> float:
     return LOCAL_POLL_SECONDS if isinstance(storage, LocalStorage) else POLL_SECONDS
 
 
-def _new_request_id() -> str:
-    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+def new_request_id() -> str:
+    """32 hex digits, as Flink's trigger ids: the creation time in ns (16 digits, so that ids
+    sort by it), then 16 random ones."""
+    return f"{time.time_ns():016x}{uuid.uuid4().hex[:16]}"
+
+
+def is_request_id(text: str) -> bool:
+    """Whether ``text`` can be a request id of this format (Flink's trigger id form)."""
+    return len(text) == 32 and all(c in "0123456789abcdef" for c in text)
 
 
 @dataclass
@@ -73,7 +80,7 @@ class ControlRequest:
 
     action: str
     args: dict[str, Any] = field(default_factory=dict)
-    request_id: str = field(default_factory=_new_request_id)
+    request_id: str = field(default_factory=new_request_id)
     created: float = field(default_factory=time.time)
     expires: float | None = None
 
@@ -190,6 +197,15 @@ class ControlChannel:
         self.storage.delete(claim)
         return True
 
+    def state_of(self, request_id: str) -> str | None:
+        """Where a request stands: ``answered``, ``pending`` (sent, or claimed and under
+        way), or None when this job has no such request (never sent, or forgotten)."""
+        if self.storage.exists(self._path(request_id, RESPONSE)):
+            return "answered"
+        if self.storage.exists(self._path(request_id, REQUEST)):
+            return "pending"
+        return None
+
     def claimed(self, request_id: str) -> bool:
         """Whether a driver (or supervisor) has claimed the request."""
         return self.storage.exists(self._path(request_id, CLAIM))
@@ -253,8 +269,11 @@ class ControlChannel:
 
 
 def _created_of(request_id: str) -> float:
-    """When a request was created, from its id (``<time in ns>-<random>``); 0 if unknown."""
+    """When a request was created, from its id (32 hex digits, or an older flinkish's
+    ``<time in ns>-<random>``); 0 if unknown."""
     try:
+        if is_request_id(request_id):
+            return int(request_id[:16], 16) / 1e9
         return int(request_id.split("-", 1)[0]) / 1e9
     except ValueError:
         return 0.0

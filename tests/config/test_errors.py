@@ -115,10 +115,10 @@ def test_unknown_key_far_from_everything() -> None:
     "key",
     [
         "jobmanager.rpc.address",
-        "rest.bind-port",
+        "rest.client.max-content-length",
         "high-availability.type",
         "blob.server.port",
-        "web.submit.enable",
+        "web.upload.dir",
         "kubernetes.cluster-id",
         "yarn.application.name",
         "security.kerberos.login.keytab",

@@ -365,7 +365,7 @@ def test_flat_round_trip(conf_dir: MakeDir) -> None:
 
 def test_to_flat_leaves_out_secrets_and_not_applicable_keys(conf_dir: MakeDir) -> None:
     config = load_configuration(
-        conf_dir("config.yaml", NESTED + "rest:\n  bind-port: 8081\n"),
+        conf_dir("config.yaml", NESTED + "rest:\n  client:\n    max-content-length: 8081\n"),
         dynamic=["fs.s3a.bucket.b.secret.key=x", "spark.ssl.keyPassword=y"],
     )
     flat = config.to_flat()
@@ -373,7 +373,7 @@ def test_to_flat_leaves_out_secrets_and_not_applicable_keys(conf_dir: MakeDir) -
     assert "s3.access-key" not in flat
     assert "fs.s3a.bucket.b.secret.key" not in flat
     assert "spark.ssl.keyPassword" not in flat
-    assert "rest.bind-port" not in flat
+    assert "rest.client.max-content-length" not in flat
     assert flat["s3.endpoint"] == "http://minio:9000"
     full = config.to_flat(include_secrets=True)
     assert full["s3.secret-key"] == "hush"

@@ -93,7 +93,12 @@ def test_plain_keys(key: str) -> None:
 
 def test_secret_options_are_flagged() -> None:
     secret = {o.key for o in opts.OPTIONS if o.secret}
-    assert secret == {"s3.access-key", "s3.secret-key", "s3.session.token"}
+    assert secret == {
+        "s3.access-key",
+        "s3.secret-key",
+        "s3.session.token",
+        "flinkish.web.auth-token",
+    }
 
 
 def test_secret_entries_are_redacted() -> None:

@@ -274,6 +274,8 @@ def test_every_option_translates_without_conflict() -> None:
             value = "64kb"
         if option.key == "restart-strategy.exponential-delay.backoff-multiplier":
             value = "2"
+        if option.key == "rest.server.max-content-length":
+            value = "4096"
         dynamic.append(f"{option.key}={value}")
     config = load_configuration(dynamic=dynamic)
     translation = to_spark(config)

@@ -125,3 +125,13 @@ def test_forget_removes_a_request_with_its_claim_and_response(channel: ControlCh
     channel.respond(ControlResponse(request.request_id, ok=True))
     channel.forget(request.request_id)
     assert _files(channel) == []
+
+
+def test_request_ids_are_flinks_trigger_ids_in_creation_order() -> None:
+    from flinkish_cli.registry.control import _created_of, is_request_id, new_request_id
+
+    first, second = new_request_id(), new_request_id()
+    assert is_request_id(first) and is_request_id(second) and first < second
+    assert abs(_created_of(first) - time.time()) < 5
+    older = f"{time.time_ns():020d}-abcdef01"  # an earlier flinkish's form is still read
+    assert abs(_created_of(older) - time.time()) < 5 and not is_request_id(older)

@@ -1,0 +1,47 @@
+"""``flinkish web``: serve Flink's REST API and Prometheus metrics over the job registry.
+
+Binds ``rest.bind-address`` (127.0.0.1) and ``rest.bind-port`` (8081; 0 for any free port)
+and prints ``flinkish web: http://<host>:<port>`` once it listens; runs until Ctrl-C or
+SIGTERM. Needs the ``web`` extra (Starlette, uvicorn, prometheus_client), which only this
+command imports.
+"""
+
+from __future__ import annotations
+
+import click
+
+from flinkish_cli.cli.flink_args import FlinkCommand
+from flinkish_cli.cli.options import common_options, load_config
+from flinkish_cli.cli.output import echo
+
+
+@click.command(cls=FlinkCommand, short_help="Serve Flink's REST API and /metrics.")
+@common_options
+def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
+    """Serve Flink's REST API (for Flink's own CLI and tools) and Prometheus metrics over
+    the job registry, on rest.bind-address:rest.bind-port (127.0.0.1:8081)."""
+    from flinkish_cli import __version__
+    from flinkish_cli.errors import UsageError
+
+    config = load_config(conf_dir, dynamic)
+    if config.get("web.submit.enable"):
+        raise UsageError(
+            "web.submit.enable is true, but flinkish web takes no program uploads.",
+            "Submit programs with 'flinkish run' (or 'flinkish upgrade'); set "
+            "web.submit.enable: false.",
+        )
+    try:
+        from flinkish_cli.web.app import WebSettings, create_app
+        from flinkish_cli.web.server import bind, serve
+    except ImportError as error:
+        raise UsageError(
+            f"flinkish web needs the 'web' extra ({error.name} is not installed).",
+            "Install it with: pip install 'flinkish[web]' (scripts/setup.sh does).",
+        ) from None
+    from flinkish_cli.client.jobs import JobClient
+
+    settings = WebSettings.from_config(config, __version__)
+    sock = bind(str(config.get("rest.bind-address")), int(config.get("rest.bind-port")),
+                settings.token)  # fmt: skip
+    client = JobClient(config).open()
+    serve(create_app(client, settings), sock, echo)

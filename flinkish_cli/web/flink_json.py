@@ -1,0 +1,425 @@
+"""flinkish's jobs in the JSON of Flink's REST API (v1): field names, states and shapes as
+Flink's own server writes them, so that Flink's CLI, its Web UI's clients and scripts read
+them unchanged.
+
+How flinkish maps onto Flink's model:
+
+- a job is a job (same JobID, name and states); each of its streaming queries is a *vertex*
+  (a task of parallelism ``parallelism.default``), with a stable id derived from the JobID and
+  the query's name;
+- a committed micro-batch is a completed *checkpoint* (its id the batch id, its duration the
+  batch's, its state size the state rows' count where Spark reports no bytes); the history
+  lists each query's recent batches, newest first;
+- the job's failures (its exception history) are Flink's exception history entries.
+
+Every function takes plain data and returns plain JSON-ready dicts: nothing here reads the
+registry or knows HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from datetime import datetime
+from typing import Any
+
+from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.registry.status import JobState, JobStatus, Progress
+
+#: Flink's job states (JobStatus), in the order Flink's ``timestamps`` lists them.
+FLINK_JOB_STATES = (
+    "INITIALIZING",
+    "CREATED",
+    "RUNNING",
+    "FAILING",
+    "FAILED",
+    "CANCELLING",
+    "CANCELED",
+    "FINISHED",
+    "RESTARTING",
+    "SUSPENDED",
+    "RECONCILING",
+)
+#: Flink's task states (ExecutionState).
+EXECUTION_STATES = (
+    "CREATED",
+    "SCHEDULED",
+    "DEPLOYING",
+    "RUNNING",
+    "FINISHED",
+    "CANCELING",
+    "CANCELED",
+    "FAILED",
+    "RECONCILING",
+    "INITIALIZING",
+)
+
+
+def ms(seconds: float | None) -> int:
+    """Epoch seconds as Flink's epoch milliseconds (-1 for none)."""
+    return int(seconds * 1000) if seconds else -1
+
+
+def vertex_id(job_id: str, query: str) -> str:
+    """A stable 32-hex id for a query of a job (Flink's JobVertexID form)."""
+    return hashlib.md5(f"{job_id}/{query}".encode(), usedforsecurity=False).hexdigest()
+
+
+def _duration(status: JobStatus, now: float) -> int:
+    end = status.end_time if status.state.is_terminal and status.end_time else now
+    return max(0, int((end - status.start_time) * 1000))
+
+
+def _task_state(status: JobStatus, state: JobState, active: bool) -> str:
+    """A query's task state, from its activity and the job's state."""
+    if active:
+        return "RUNNING"
+    if state is JobState.CREATED:
+        return "SCHEDULED"
+    if state in (JobState.FAILED, JobState.FAILING):
+        return "FAILED"
+    if state in (JobState.CANCELED, JobState.CANCELLING):
+        return "CANCELED"
+    if state is JobState.RESTARTING:
+        return "SCHEDULED"
+    return "FINISHED"
+
+
+def _task_counts(status: JobStatus, state: JobState) -> dict[str, int]:
+    counts = dict.fromkeys(EXECUTION_STATES, 0)
+    for query in status.queries.values():
+        counts[_task_state(status, state, query.active)] += 1
+    return counts
+
+
+def job_overview(status: JobStatus, now: float | None = None) -> dict[str, Any]:
+    """One job of ``GET /jobs/overview`` (Flink's JobDetails)."""
+    now = time.time() if now is None else now
+    state = status.effective_state(now)
+    counts = _task_counts(status, state)
+    tasks = {name.lower(): count for name, count in counts.items()}
+    tasks["total"] = len(status.queries)
+    return {
+        "jid": status.job_id,
+        "name": status.name,
+        "start-time": ms(status.start_time),
+        "end-time": ms(status.end_time) if state.is_terminal else -1,
+        "duration": _duration(status, now),
+        "state": state.value,
+        "last-modification": ms(status.end_time or status.heartbeat),
+        "tasks": tasks,
+        "pending-operators": 0,
+    }
+
+
+def job_details(status: JobStatus, now: float | None = None) -> dict[str, Any]:
+    """``GET /jobs/:jobid`` (Flink's JobDetailsInfo): one vertex per query."""
+    now = time.time() if now is None else now
+    state = status.effective_state(now)
+    parallelism = int(status.parallelism or 1)
+    timestamps = dict.fromkeys(FLINK_JOB_STATES, 0)
+    timestamps["CREATED"] = timestamps["INITIALIZING"] = ms(status.start_time)
+    if state is not JobState.CREATED:
+        timestamps["RUNNING"] = ms(status.start_time)
+    if state.is_terminal:
+        timestamps[state.value] = ms(status.end_time or status.heartbeat)
+    vertices = []
+    for name, query in status.queries.items():
+        task_state = _task_state(status, state, query.active)
+        tasks = dict.fromkeys(EXECUTION_STATES, 0)
+        tasks[task_state] = 1
+        rows = sum(p.input_rows for p in query.recent)
+        vertices.append(
+            {
+                "id": vertex_id(status.job_id, name),
+                "slotSharingGroupId": vertex_id(status.job_id, ""),
+                "name": name,
+                "maxParallelism": parallelism,
+                "parallelism": parallelism,
+                "status": task_state,
+                "start-time": ms(status.start_time),
+                "end-time": ms(status.end_time) if state.is_terminal else -1,
+                "duration": _duration(status, now),
+                "tasks": tasks,
+                "metrics": {
+                    "read-bytes": 0,
+                    "read-bytes-complete": True,
+                    "write-bytes": 0,
+                    "write-bytes-complete": True,
+                    "read-records": rows,
+                    "read-records-complete": True,
+                    "write-records": 0,
+                    "write-records-complete": True,
+                    "accumulated-backpressured-time": 0,
+                    "accumulated-idle-time": 0,
+                    "accumulated-busy-time": 0,
+                },
+            }
+        )
+    return {
+        "jid": status.job_id,
+        "name": status.name,
+        "isStoppable": state is JobState.RUNNING,
+        "state": state.value,
+        "job-type": "BATCH" if status.mode == "BATCH" else "STREAMING",
+        "start-time": ms(status.start_time),
+        "end-time": ms(status.end_time) if state.is_terminal else -1,
+        "duration": _duration(status, now),
+        "maxParallelism": parallelism,
+        "now": ms(now),
+        "timestamps": timestamps,
+        "vertices": vertices,
+        "status-counts": _task_counts(status, state),
+        "plan": {
+            "jid": status.job_id,
+            "name": status.name,
+            "type": "BATCH" if status.mode == "BATCH" else "STREAMING",
+            "nodes": [
+                {
+                    "id": vertex_id(status.job_id, name),
+                    "parallelism": parallelism,
+                    "operator": "",
+                    "operator_strategy": "",
+                    "description": name,
+                    "optimizer_properties": "",
+                    "inputs": [],
+                }
+                for name in status.queries
+            ],
+        },
+        "pending-operators": 0,
+        # flinkish's own, which Flink's clients ignore
+        "restored-from": status.restored_from,
+        "restarts": status.restarts,
+        "upgraded_from": status.upgraded_from,
+        "upgraded_to": status.upgraded_to,
+        "last-savepoint": dict(status.last_savepoint) if status.last_savepoint else None,
+        "failure-cause": status.effective_failure_cause(now),
+    }
+
+
+def job_ids(statuses: list[JobStatus], now: float | None = None) -> dict[str, Any]:
+    """``GET /jobs``."""
+    return {"jobs": [{"id": s.job_id, "status": s.effective_state(now).value} for s in statuses]}
+
+
+def cluster_overview(statuses: list[JobStatus], version: str) -> dict[str, Any]:
+    """``GET /overview`` (Flink's ClusterOverview): flinkish has no TaskManagers; each
+    running job's driver counts as one, with one slot per query."""
+    now = time.time()
+    states = [s.effective_state(now) for s in statuses]
+    running = [s for s, state in zip(statuses, states, strict=True) if not state.is_terminal]
+    slots = sum(len(s.queries) for s in running)
+    return {
+        "taskmanagers": len(running),
+        "slots-total": slots,
+        "slots-available": 0,
+        "jobs-running": len(running),
+        "jobs-finished": states.count(JobState.FINISHED),
+        "jobs-cancelled": states.count(JobState.CANCELED),
+        "jobs-failed": states.count(JobState.FAILED),
+        "flink-version": version,
+        "flink-commit": "flinkish",
+    }
+
+
+def dashboard_config(version: str, refresh_ms: int, cancel: bool) -> dict[str, Any]:
+    """``GET /config`` (Flink's DashboardConfiguration)."""
+    local = datetime.now().astimezone()
+    offset = local.utcoffset()
+    return {
+        "refresh-interval": refresh_ms,
+        "timezone-name": local.tzname() or "UTC",
+        "timezone-offset": int(offset.total_seconds() * 1000) if offset else 0,
+        "flink-version": version,
+        "flink-revision": "flinkish",
+        "features": {
+            "web-submit": False,
+            "web-cancel": cancel,
+            "web-rescale": False,
+            "web-history": False,
+        },
+    }
+
+
+def job_config(status: JobStatus, conf: dict[str, str]) -> dict[str, Any]:
+    """``GET /jobs/:jobid/config`` (Flink's JobConfigInfo); a secret key's value (there
+    should be none: the kept configuration leaves them out) is shown redacted."""
+    conf = {key: REDACTED if is_secret(key) else value for key, value in conf.items()}
+    return {
+        "jid": status.job_id,
+        "name": status.name,
+        "execution-config": {
+            "execution-mode": "PIPELINED",
+            "restart-strategy": conf.get("restart-strategy.type", "default"),
+            "job-parallelism": int(status.parallelism or 1),
+            "object-reuse-mode": False,
+            "user-config": dict(sorted(conf.items())),
+        },
+    }
+
+
+def parse_timestamp(text: str) -> int:
+    """Spark's progress timestamp (ISO 8601, UTC) as epoch ms; 0 when unreadable."""
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
+def _checkpoint(job_id: str, query: str, progress: Progress, path: str) -> dict[str, Any]:
+    trigger = parse_timestamp(progress.timestamp)
+    return {
+        "@class": "completed",
+        "id": progress.batch_id,
+        "status": "COMPLETED",
+        "is_savepoint": False,
+        "savepointFormat": None,
+        "trigger_timestamp": trigger,
+        "latest_ack_timestamp": trigger + progress.duration_ms,
+        "checkpointed_size": progress.state_rows,
+        "state_size": progress.state_rows,
+        "end_to_end_duration": progress.duration_ms,
+        "alignment_buffered": 0,
+        "processed_data": progress.input_rows,
+        "persisted_data": 0,
+        "num_subtasks": 1,
+        "num_acknowledged_subtasks": 1,
+        "checkpoint_type": "CHECKPOINT",
+        "tasks": {},
+        "external_path": path,
+        "discarded": False,
+        # flinkish's own: which query's micro-batch this is, and its figures
+        "query": query,
+        "vertex": vertex_id(job_id, query),
+        "input_rows_per_second": progress.input_rows_per_second,
+        "processed_rows_per_second": progress.processed_rows_per_second,
+        "watermark": progress.watermark,
+    }
+
+
+def _summary(values: list[int]) -> dict[str, Any]:
+    if not values:
+        zero = {"min": 0, "max": 0, "avg": 0}
+        return {**zero, "p50": 0.0, "p90": 0.0, "p95": 0.0, "p99": 0.0, "p999": 0.0}
+    ordered = sorted(values)
+
+    def quantile(q: float) -> float:
+        return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+    return {
+        "min": ordered[0],
+        "max": ordered[-1],
+        "avg": int(statistics.fmean(ordered)),
+        "p50": quantile(0.5),
+        "p90": quantile(0.9),
+        "p95": quantile(0.95),
+        "p99": quantile(0.99),
+        "p999": quantile(0.999),
+    }
+
+
+def checkpoint_history(status: JobStatus, size: int) -> list[dict[str, Any]]:
+    """The job's recent micro-batches as completed checkpoints, newest first, at most
+    ``size`` (``web.checkpoints.history``)."""
+    entries = [
+        _checkpoint(status.job_id, name, progress, query.checkpoint)
+        for name, query in status.queries.items()
+        for progress in query.recent
+        if progress.input_rows or progress.duration_ms
+    ]
+    entries.sort(key=lambda e: (e["trigger_timestamp"], e["id"]), reverse=True)
+    return entries[:size]
+
+
+def checkpoints(status: JobStatus, size: int) -> dict[str, Any]:
+    """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics)."""
+    history = checkpoint_history(status, size)
+    completed = sum(
+        (q.last_committed_batch + 1) for q in status.queries.values() if q.last_committed_batch
+    )
+    savepoint = None
+    if status.last_savepoint:
+        taken = int(status.last_savepoint.get("time") or 0)
+        savepoint = {
+            "@class": "completed",
+            "id": 0,
+            "status": "COMPLETED",
+            "is_savepoint": True,
+            "savepointFormat": "CANONICAL",
+            "trigger_timestamp": taken,
+            "latest_ack_timestamp": taken,
+            "checkpointed_size": 0,
+            "state_size": 0,
+            "end_to_end_duration": 0,
+            "alignment_buffered": 0,
+            "processed_data": 0,
+            "persisted_data": 0,
+            "num_subtasks": len(status.queries),
+            "num_acknowledged_subtasks": len(status.queries),
+            "checkpoint_type": "SAVEPOINT",
+            "tasks": {},
+            "external_path": status.last_savepoint.get("path"),
+            "discarded": False,
+        }
+    restored = None
+    if status.restored_from:
+        restored = {
+            "id": 0,
+            "restore_timestamp": ms(status.start_time),
+            "is_savepoint": "savepoint-" in status.restored_from,
+            "external_path": status.restored_from,
+        }
+    return {
+        "counts": {
+            "restored": 1 if status.restored_from else 0,
+            "total": completed,
+            "in_progress": 0,
+            "completed": completed,
+            "failed": 0,
+        },
+        "summary": {
+            "checkpointed_size": _summary([e["checkpointed_size"] for e in history]),
+            "state_size": _summary([e["state_size"] for e in history]),
+            "end_to_end_duration": _summary([e["end_to_end_duration"] for e in history]),
+            "alignment_buffered": _summary([]),
+            "processed_data": _summary([e["processed_data"] for e in history]),
+            "persisted_data": _summary([]),
+        },
+        "latest": {
+            "completed": history[0] if history else None,
+            "savepoint": savepoint,
+            "failed": None,
+            "restored": restored,
+        },
+        "history": history,
+    }
+
+
+def exceptions(status: JobStatus, limit: int) -> dict[str, Any]:
+    """``GET /jobs/:jobid/exceptions`` (Flink's JobExceptionsInfoWithHistory), newest
+    first; with Flink 1.x's top-level fields too, for older clients."""
+    entries = []
+    for failure in reversed(status.exceptions[-limit:] if limit > 0 else []):
+        cause = str(failure.get("cause") or "")
+        first = cause.splitlines()[0] if cause else ""
+        name = first.split(":", 1)[0] if ":" in first else "Exception"
+        entry: dict[str, Any] = {
+            "exceptionName": name,
+            "stacktrace": cause,
+            "timestamp": int(failure.get("timestamp") or 0),
+            "failureLabels": {"attempt": str(failure.get("attempt", 0))},
+            "concurrentExceptions": [],
+        }
+        if failure.get("query"):
+            entry["taskName"] = failure["query"]
+        entries.append(entry)
+    newest = entries[0] if entries else None
+    return {
+        "root-exception": newest["stacktrace"] if newest else None,
+        "timestamp": newest["timestamp"] if newest else None,
+        "all-exceptions": [],
+        "truncated": len(status.exceptions) > limit,
+        "exceptionHistory": {"entries": entries, "truncated": len(status.exceptions) > limit},
+    }
