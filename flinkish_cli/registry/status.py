@@ -67,12 +67,22 @@ class Progress:
     duration_ms: int = 0
     state_rows: int = 0
     watermark: str | None = None
+    #: bytes of the query's state in memory after the batch (Spark's memoryUsedBytes)
+    state_bytes: int = 0
+    #: records the query is behind its sources' latest offsets, where they report it (Kafka)
+    lag: float | None = None
 
     @classmethod
     def from_spark(cls, progress: dict[str, Any]) -> Progress:
         """Build from a Spark ``StreamingQueryProgress`` JSON document."""
         operators = progress.get("stateOperators") or []
         watermark = (progress.get("eventTime") or {}).get("watermark")
+        behind = [
+            _finite((source.get("metrics") or {}).get("maxOffsetsBehindLatest"))
+            for source in progress.get("sources") or []
+            if isinstance(source, dict)
+            and "maxOffsetsBehindLatest" in (source.get("metrics") or {})
+        ]
         return cls(
             batch_id=int(progress.get("batchId", -1)),
             timestamp=str(progress.get("timestamp", "")),
@@ -82,6 +92,8 @@ class Progress:
             duration_ms=int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
             state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators),
             watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
+            state_bytes=sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
+            lag=sum(behind) if behind else None,
         )
 
 

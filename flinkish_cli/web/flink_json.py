@@ -8,8 +8,8 @@ How flinkish maps onto Flink's model:
   (a task of parallelism ``parallelism.default``), with a stable id derived from the JobID and
   the query's name;
 - a committed micro-batch is a completed *checkpoint* (its id the batch id, its duration the
-  batch's, its state size the state rows' count where Spark reports no bytes); the history
-  lists each query's recent batches, newest first;
+  batch's, its size the bytes of the query's state, with the state rows and the sources' lag
+  beside); the history lists each query's recent batches, newest first;
 - the job's failures (its exception history) are Flink's exception history entries.
 
 Every function takes plain data and returns plain JSON-ready dicts: nothing here reads the
@@ -278,8 +278,8 @@ def _checkpoint(job_id: str, query: str, progress: Progress, path: str) -> dict[
         "savepointFormat": None,
         "trigger_timestamp": trigger,
         "latest_ack_timestamp": trigger + progress.duration_ms,
-        "checkpointed_size": progress.state_rows,
-        "state_size": progress.state_rows,
+        "checkpointed_size": progress.state_bytes,
+        "state_size": progress.state_bytes,
         "end_to_end_duration": progress.duration_ms,
         "alignment_buffered": 0,
         "processed_data": progress.input_rows,
@@ -296,6 +296,8 @@ def _checkpoint(job_id: str, query: str, progress: Progress, path: str) -> dict[
         "input_rows_per_second": progress.input_rows_per_second,
         "processed_rows_per_second": progress.processed_rows_per_second,
         "watermark": progress.watermark,
+        "state_rows": progress.state_rows,
+        "lag": progress.lag,
     }
 
 

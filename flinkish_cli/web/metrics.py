@@ -6,7 +6,7 @@ a query's (Flink's task scope):
 
 - ``flink_jobmanager_job_uptime`` (ms, 0 unless RUNNING), ``..._downtime``,
   ``..._numRestarts``, ``..._lastCheckpointDuration`` (ms),
-  ``..._lastCheckpointSize`` (state rows: Spark reports no bytes),
+  ``..._lastCheckpointSize`` (bytes of the queries' state),
   ``..._numberOfCompletedCheckpoints``, ``..._numberOfFailedCheckpoints``,
   ``..._lastCheckpointRestoreTimestamp``;
 - ``flink_taskmanager_job_task_numRecordsInPerSecond`` and
@@ -14,6 +14,7 @@ a query's (Flink's task scope):
   processing rates), ``flink_taskmanager_job_task_operator_currentInputWatermark`` (ms);
 - Spark's progress figures otherwise: ``flinkish_query_batch_duration_ms``,
   ``flinkish_query_last_batch``, ``flinkish_query_state_rows``, ``flinkish_query_input_rows``,
+  ``flinkish_query_records_lag_max`` (where the source reports it, as Kafka's does),
   and ``flinkish_job_state`` (1 for the job's state, labelled ``state``).
 
 Nothing here keeps state between scrapes: a registry that cannot be read yields no samples
@@ -50,7 +51,7 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("downtime", _J + "downtime", "Time the job has been failing or restarting (ms).", JOB),
     ("restarts", _J + "numRestarts", "Restarts of the job.", JOB),
     ("duration", _J + "lastCheckpointDuration", "Duration of the last micro-batch (ms).", JOB),
-    ("size", _J + "lastCheckpointSize", "State rows after the last micro-batch.", JOB),
+    ("size", _J + "lastCheckpointSize", "State bytes after the last micro-batch.", JOB),
     ("completed", _J + "numberOfCompletedCheckpoints", "Committed micro-batches.", JOB),
     ("failed", _J + "numberOfFailedCheckpoints", "Failed checkpoints.", JOB),
     ("restore", _J + "lastCheckpointRestoreTimestamp", "When the job restored (ms).", JOB),
@@ -62,6 +63,7 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("batch", "flinkish_query_last_batch", "The last committed micro-batch.", QUERY),
     ("state_rows", "flinkish_query_state_rows", "The query's state rows.", QUERY),
     ("input_rows", "flinkish_query_input_rows", "Input rows of the last micro-batch.", QUERY),
+    ("lag", "flinkish_query_records_lag_max", "Records behind the sources' latest offsets.", QUERY),
 )
 
 
@@ -105,7 +107,7 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
         latest = [q.recent[-1] for q in status.queries.values() if q.recent]
         newest = max(latest, key=lambda p: parse_timestamp(p.timestamp), default=None)
         g["duration"].add_metric(labels, newest.duration_ms if newest else 0)
-        g["size"].add_metric(labels, sum(p.state_rows for p in latest))
+        g["size"].add_metric(labels, sum(p.state_bytes for p in latest))
         committed = sum(
             q.last_committed_batch + 1
             for q in status.queries.values()
@@ -126,6 +128,8 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
             g["batch"].add_metric(qlabels, last.batch_id)
             g["state_rows"].add_metric(qlabels, last.state_rows)
             g["input_rows"].add_metric(qlabels, last.input_rows)
+            if last.lag is not None:
+                g["lag"].add_metric(qlabels, last.lag)
     yield from g.values()
 
 

@@ -33,6 +33,18 @@ def test_progress_from_spark_sums_state_rows_and_drops_nan() -> None:
     assert progress.processed_rows_per_second == 0.0
     assert progress.watermark == "2026-11-21T09:59:00.000Z"
     assert progress.duration_ms == 120
+    assert progress.lag is None and progress.state_bytes == 0
+
+
+def test_progress_from_spark_takes_state_bytes_and_the_sources_lag() -> None:
+    document = _progress(3)
+    document["stateOperators"] = [{"numRowsTotal": 3, "memoryUsedBytes": 1024}]
+    document["sources"] = [  # Kafka's metrics, as Spark reports them (text), and a file source
+        {"description": "KafkaV2[Subscribe[orders]]", "metrics": {"maxOffsetsBehindLatest": "42"}},
+        {"description": "FileStreamSource[/in]", "metrics": {}},
+    ]
+    progress = Progress.from_spark(document)
+    assert (progress.state_bytes, progress.lag) == (1024, 42.0)
 
 
 def test_query_keeps_only_recent_progress() -> None:

@@ -40,6 +40,8 @@ def _query(job_id: str, name: str, batches: int, state_rows: int = 0) -> QuerySt
                 processed_rows_per_second=7.5,
                 duration_ms=100 * (batch + 1),
                 state_rows=state_rows,
+                state_bytes=1000 * state_rows,
+                lag=3.0 if name == "counts" else None,
             )
         )
     return query
@@ -143,6 +145,8 @@ def test_a_job_its_checkpoints_and_its_exceptions(web: WebServer) -> None:
     assert stats["latest"]["savepoint"]["external_path"].endswith("000000000002")
     assert stats["latest"]["restored"]["external_path"].endswith("000000000001")
     assert stats["summary"]["end_to_end_duration"]["max"] == 300
+    newest = stats["latest"]["completed"]
+    assert (newest["state_size"], newest["state_rows"], newest["lag"]) == (7000, 7, 3.0)
 
     failures = _ok(web, f"/jobs/{FAILED}/exceptions")["exceptionHistory"]["entries"]
     assert [e["stacktrace"] for e in failures] == [f"RuntimeError: failure {n}" for n in (2, 1, 0)]
@@ -265,6 +269,9 @@ def test_metrics_carry_flinks_names_and_labels(web: WebServer) -> None:
     )
     assert f'flinkish_job_state{{job_id="{FAILED}",job_name="enrich",state="FAILED"}} 1.0' in text
     assert "flinkish_registry_up 1.0" in text
+    assert f"flink_jobmanager_job_lastCheckpointSize{{{labels}}} 7000.0" in text
+    assert f'flinkish_query_records_lag_max{{{labels},query="counts"}} 3.0' in text
+    assert f'flinkish_query_records_lag_max{{{labels},query="raw"}}' not in text
 
 
 def test_other_commands_never_load_the_web_framework(registry_env: FlinkishEnv) -> None:
