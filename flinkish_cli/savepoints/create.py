@@ -129,7 +129,7 @@ def snapshot_query(
         relative = _relative(directory, info.path)
         parts = relative.split("/")
         hidden = parts[-1].startswith(".") and not parts[-1].endswith(".crc")
-        if relative.endswith(".tmp") or hidden:
+        if relative.endswith(".tmp") or hidden or layout.is_temporary(parts[-1]):
             continue
         top = parts[0]
         if top == "offsets":

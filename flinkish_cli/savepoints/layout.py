@@ -46,6 +46,14 @@ def base_name(name: str) -> str:
     return name
 
 
+def is_temporary(name: str) -> bool:
+    """A file Spark or Hadoop is still writing (``x.tmp``), or the checksum of one
+    (``..5.delta.<uuid>.TID5.tmp.crc``): it vanishes or is renamed at any moment and never
+    belongs to a savepoint."""
+    base = base_name(name)
+    return base.endswith(".tmp") or base.startswith(".")
+
+
 def batch_files(listing: list[str], last: int) -> list[str]:
     """Names of batch log files (offsets/, commits/, sources/) for batches up to ``last``."""
     kept = []

@@ -19,6 +19,11 @@ from tests.savepoints.checkpoints import OFFSETS, fake_checkpoint
 
 def test_snapshot_takes_committed_state_and_the_planned_batch(tmp_path: Path) -> None:
     query = fake_checkpoint(tmp_path / "q", committed=1)
+    # a batch under way writes its state through temporary files (renamed, or gone, at any
+    # moment): never part of a savepoint, so never a reason for one to fail
+    writing = query / "state" / "0" / "0" / ".2.delta.6f1c.TID5.tmp"
+    writing.write_bytes(b"partial")
+    (writing.parent / f".{writing.name}.crc").write_bytes(b"crc")
     snapshot = snapshot_query(open_storage(str(tmp_path)), str(query), "q")
     files = set(snapshot.files)
     assert {"commits/0", "commits/1"} <= files and "commits/2" not in files
@@ -27,6 +32,7 @@ def test_snapshot_takes_committed_state_and_the_planned_batch(tmp_path: Path) ->
     assert "state/0/0/2.zip" in files and "state/0/0/3.zip" not in files  # versions <= C+1
     assert {"state/0/0/SSTs/0000.sst", "state/0/_metadata/metadata", "metadata"} <= files
     assert "offsets/.3.tmp" not in files
+    assert not [f for f in files if ".tmp" in f], files
     manifest = snapshot.manifest
     assert manifest.last_committed_batch == 1
     assert manifest.source_offsets == [{"logOffset": 1}]
@@ -88,3 +94,5 @@ def test_batch_file_selection() -> None:
     assert not layout.state_file_needed("state/0/1/6.delta", 4)
     assert layout.state_file_needed("state/0/1/7_0a1b.zip", 6)
     assert layout.state_file_needed("state/0/1/SSTs/abc.sst", 0)
+    assert layout.is_temporary("..5.delta.c617-abbe.TID5.tmp.crc")
+    assert layout.is_temporary("5.delta.tmp") and not layout.is_temporary(".5.delta.crc")
