@@ -40,14 +40,19 @@ fi
 .venv/bin/python -m flinkish_cli.spark.cds || true
 
 if [ "${1:-}" = "--test" ]; then
-  # The tests' real parts: Debian's Prometheus (it scrapes flinkish web) and Apache Flink's
-  # own CLI from PyPI, in a virtual environment of its own (it drives flinkish web).
-  if ! command -v prometheus >/dev/null 2>&1; then
+  # The tests' real parts: Debian's Prometheus (it scrapes flinkish web), Chromium and its
+  # driver (the dashboard's tests) and Apache Flink's own CLI from PyPI, in a virtual
+  # environment of its own (it drives flinkish web).
+  missing=()
+  command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+  if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; } \
-        >>"$log" 2>&1 || echo "WARNING: 'apt-get install prometheus' failed (see $log)." >&2
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } \
+        >>"$log" 2>&1 || echo "WARNING: 'apt-get install ${missing[*]}' failed (see $log)." >&2
     else
-      echo "WARNING: the tests need Prometheus: apt-get install prometheus" >&2
+      echo "WARNING: the tests need: apt-get install ${missing[*]}" >&2
     fi
   fi
   .venv/bin/python -c 'from benchmarks.flink import install, venv_dir; install(venv_dir())' ||

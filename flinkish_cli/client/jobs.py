@@ -44,6 +44,7 @@ from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
 
 if TYPE_CHECKING:
     from flinkish_cli.client.upgrade import UpgradeOutcome, UpgradePresenter, UpgradeRequest
+    from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
     from flinkish_cli.submission.run import Presenter
     from flinkish_cli.submission.submit import RunRequest
@@ -371,6 +372,13 @@ class JobClient:
             return dict(program.load(self.registry, parse_job_id(job_id)).conf)
         except FlinkishError:
             return {}
+
+    def series(self, status: JobStatus) -> Series:
+        """The job's figures over time, for charts: the kept series with the status's newest
+        batches folded in (:mod:`flinkish_cli.registry.series`)."""
+        from flinkish_cli.registry import series
+
+        return series.read(self.registry, status.job_id).with_recent(status)
 
     def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
         """The savepoints of one job, and of the jobs it was upgraded from (every job's

@@ -19,6 +19,7 @@ import enum
 import json
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from flinkish_cli.registry.jobid import is_job_id
@@ -95,6 +96,14 @@ class Progress:
             state_bytes=sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
             lag=sum(behind) if behind else None,
         )
+
+
+def parse_timestamp(text: str) -> int:
+    """Spark's progress timestamp (ISO 8601, UTC) as epoch ms; 0 when unreadable."""
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
 
 
 def _finite(value: Any) -> float:

@@ -5,6 +5,11 @@ driver's threads update under :attr:`StatusKeeper.lock`, and writes it to the re
 every heartbeat (``heartbeat.interval``) and as soon as something changed (a completed
 micro-batch, a state). Writes are ordered, and the lock is held only to take a snapshot,
 never during a write, so a slow storage never blocks the job.
+
+It also keeps the job's longer series of batches for charts
+(:mod:`flinkish_cli.registry.series`), continued from the one in the registry: the status's
+recent batches are folded into it on every write, and it is written at most once a heartbeat
+interval (and when the job ends), so a fast trigger does not double the writes.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable
 
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.plan.rundir import PID_FILE
+from flinkish_cli.registry import series as series_file
 from flinkish_cli.registry.control import POLL_SECONDS
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -44,6 +50,9 @@ class StatusKeeper:
         self.lock = threading.RLock()
         self._dirty = threading.Event()
         self._write_lock = threading.Lock()
+        self.series = series_file.read(registry, plan.job_id)
+        self._series_written = 0.0
+        self._series_pending = False
 
     @property
     def state(self) -> JobState:
@@ -54,7 +63,7 @@ class StatusKeeper:
         self._dirty.set()
 
     def flush(self) -> None:
-        """Write the status now (with a fresh heartbeat)."""
+        """Write the status now (with a fresh heartbeat), and the series when due."""
         with self._write_lock:
             with self.lock:
                 self.status.heartbeat = time.time()
@@ -64,6 +73,18 @@ class StatusKeeper:
                 self.registry.write(snapshot)
             except Exception as error:  # never let the registry take the job down
                 log.warning("Could not write the job's status: %s", error)
+            self._write_series(snapshot)
+
+    def _write_series(self, snapshot: JobStatus) -> None:
+        self._series_pending |= self.series.merge(snapshot)
+        due = time.time() - self._series_written >= self.plan.heartbeat_interval_s
+        if self._series_pending and (due or snapshot.state.is_terminal):
+            try:
+                series_file.write(self.registry, snapshot.job_id, self.series)
+                self._series_written = time.time()
+                self._series_pending = False
+            except Exception as error:  # charts are not worth the job
+                log.warning("Could not write the job's series: %s", error)
 
     def set_state(self, state: JobState, cause: str | None = None) -> None:
         """Record ``state`` (and its cause) and write it at once."""

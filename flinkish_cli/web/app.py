@@ -35,7 +35,7 @@ from flinkish_cli.client.jobs import JobClient, TriggerResult, checkpoint_of, is
 from flinkish_cli.errors import FlinkishError, JobError, UsageError
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
-from flinkish_cli.web import flink_json
+from flinkish_cli.web import dashboard, flink_json
 
 log = logging.getLogger("flinkish.web")
 
@@ -189,6 +189,21 @@ class FlinkRestApi:
         limit = request.query_params.get("maxExceptions", "")
         size = int(limit) if limit.isdigit() else len(status.exceptions)
         return ok(flink_json.exceptions(status, size))
+
+    # -- the dashboard's own documents (flinkish_cli.web.dashboard) ------------------------
+    async def dashboard_jobs(self, request: Request) -> Response:
+        jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
+        return ok(dashboard.job_rows(jobs, len(unreadable)))
+
+    async def dashboard_series(self, request: Request) -> Response:
+        status = await self._status(_job_id(request))
+        kept = await run_in_threadpool(self.client.series, status)
+        return ok(dashboard.series(status, kept))
+
+    async def dashboard_savepoints(self, request: Request) -> Response:
+        status = await self._status(_job_id(request))
+        records = await run_in_threadpool(self.client.savepoint_history, status.job_id)
+        return ok(dashboard.savepoints(records))
 
     # -- acting ----------------------------------------------------------------------------
     def _require_cancel(self) -> None:
@@ -357,6 +372,14 @@ class FlinkRestApi:
             Route("/savepoint-disposal/{triggerid}", self.dispose_status, methods=["GET"]),
         ]
 
+    def dashboard_routes(self) -> list[Route]:
+        """The dashboard's own documents, under ``/flinkish/``."""
+        return [
+            Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
+            Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
+            Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),
+        ]
+
 
 class Guard:
     """ASGI middleware in front of every route: the bearer token (when configured) and the
@@ -372,7 +395,12 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
         token = self.settings.token
-        if token is not None and not _authorised(headers.get("authorization", b""), token):
+        public = dashboard.is_public(scope.get("path", ""))
+        if (
+            token is not None
+            and not public
+            and not _authorised(headers.get("authorization", b""), token)
+        ):
             response = errors(
                 401,
                 "Unauthorized: this endpoint needs 'Authorization: Bearer <token>' "
@@ -427,12 +455,26 @@ def _too_large(limit: int) -> Response:
 
 def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
     """The ASGI application of ``flinkish web``."""
+    from starlette.responses import FileResponse
     from starlette.routing import Mount
+    from starlette.staticfiles import StaticFiles
 
     from flinkish_cli.web.metrics import metrics_route
 
     api = FlinkRestApi(client, settings)
-    routes = [Mount("/v1", routes=api.routes()), *api.routes(), metrics_route(client)]
+
+    async def page(request: Request) -> Response:
+        return FileResponse(dashboard.ASSETS / "index.html", headers={"Cache-Control": "no-cache"})
+
+    routes = [
+        Mount("/v1", routes=api.routes()),
+        *api.routes(),
+        *api.dashboard_routes(),
+        metrics_route(client),
+        Route("/", page, methods=["GET"]),
+        Route("/index.html", page, methods=["GET"]),
+        Mount("/assets", app=StaticFiles(directory=dashboard.ASSETS), name="assets"),
+    ]
 
     async def flink_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, FlinkError)

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from flinkish_cli.config.secrets import REDACTED, is_secret
-from flinkish_cli.registry.status import JobState, JobStatus, Progress
+from flinkish_cli.registry.status import JobState, JobStatus, Progress, parse_timestamp
 
 #: Flink's job states (JobStatus), in the order Flink's ``timestamps`` lists them.
 FLINK_JOB_STATES = (
@@ -258,14 +258,6 @@ def job_config(status: JobStatus, conf: dict[str, str]) -> dict[str, Any]:
             "user-config": dict(sorted(conf.items())),
         },
     }
-
-
-def parse_timestamp(text: str) -> int:
-    """Spark's progress timestamp (ISO 8601, UTC) as epoch ms; 0 when unreadable."""
-    try:
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
 
 
 def _checkpoint(job_id: str, query: str, progress: Progress, path: str) -> dict[str, Any]:

@@ -35,8 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from flinkish_cli.registry.status import JobState, JobStatus
-from flinkish_cli.web.flink_json import parse_timestamp
+from flinkish_cli.registry.status import JobState, JobStatus, parse_timestamp
 
 log = logging.getLogger("flinkish.web")
 

@@ -6,6 +6,7 @@ with Flink's output lines and exit statuses, and every row reaches the file sink
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -75,6 +76,10 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         assert f'Suspending job "{job}" with a CANONICAL savepoint.' in stopped.stdout
         final = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
         env.wait_for_state(job, ["FINISHED"])
+        # the driver kept its batches for the dashboard's charts, the last ones included
+        kept = json.loads((env.checkpoints / job / "_flinkish" / "series.json").read_text())
+        drawn = web.get(f"/flinkish/jobs/{job}/series").json()
+        assert kept["queries"]["counts"] and kept["queries"] == drawn["queries"]
         everything = _flink(flink, "list", "-a", *m)
         assert re.search(rf" : {job} : counts_job \(FINISHED\)$", everything.stdout, re.M)
 

@@ -184,6 +184,11 @@ def test_a_job_its_checkpoints_and_its_exceptions(web: WebServer) -> None:
         ("POST", "/savepoint-disposal", [1, 2], 400, "SavepointDisposalRequest"),
         ("POST", "/jars/upload", {}, 404, "Not found: /jars/upload"),  # web.submit.enable
         ("GET", f"/jobs/{DAMAGED}", None, 500, f"The status file of job {DAMAGED} is unreadable"),
+        ("GET", f"/flinkish/jobs/{'e5' * 16}/series", None, 404, f"Job {'e5' * 16} not found"),
+        ("GET", "/flinkish/jobs/<svg>/savepoints", None, 400, "path parameter (jobid)"),
+        ("POST", "/flinkish/jobs", {}, 404, "Not found: /flinkish/jobs"),
+        ("GET", "/assets/../../etc/passwd", None, 404, "Not found"),
+        ("GET", "/assets/nope.js", None, 404, "Not found"),
     ],
 )
 def test_bad_requests_get_flinks_errors(web: WebServer, method, path, body, status, message):

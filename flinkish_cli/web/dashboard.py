@@ -1,0 +1,84 @@
+"""The dashboard of ``flinkish web``: its page and assets, and the few documents of flinkish's
+own that it reads beside Flink's REST API (under ``/flinkish/``, so they never shadow a path
+of Flink's).
+
+- ``GET /`` the page (one HTML file; the views are ``#/overview`` and ``#/job/<JobID>``, as
+  in Flink's Web UI), ``GET /assets/<file>`` its script, style and the vendored charting
+  library (uPlot, MIT, its licence beside it). No asset comes from a CDN: it works offline.
+  The page and assets hold no job data, so they are served without the token; every document
+  the page then reads needs it, which the page asks for when the endpoint answers 401.
+- ``GET /flinkish/jobs`` a row per job for the job list: state, uptime, last checkpoint, its
+  rates, last savepoint.
+- ``GET /flinkish/jobs/:jobid/series`` the job's figures over time, for the charts
+  (:mod:`flinkish_cli.registry.series`, with the newest batches of its status).
+- ``GET /flinkish/jobs/:jobid/savepoints`` its savepoint history (and its lineage's, across
+  upgrades), newest first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from flinkish_cli.registry.history import SavepointRecord
+from flinkish_cli.registry.series import FIELDS, Series
+from flinkish_cli.registry.status import JobStatus, parse_timestamp
+from flinkish_cli.web.flink_json import job_overview
+
+ASSETS = Path(__file__).with_name("assets")
+#: Paths served without the token: the page and its assets, which hold no job data.
+PUBLIC_PATHS = ("/", "/index.html")
+PUBLIC_PREFIX = "/assets/"
+
+
+def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:
+    """One row of the job list: Flink's JobDetails and the figures the list shows."""
+    now = time.time() if now is None else now
+    latest = [q.recent[-1] for q in status.queries.values() if q.recent]
+    last_checkpoint = max((parse_timestamp(p.timestamp) for p in latest), default=None)
+    savepoint = status.last_savepoint or {}
+    return {
+        **job_overview(status, now),
+        "queries": len(status.queries),
+        "restarts": status.restarts,
+        "last-checkpoint": last_checkpoint,
+        "input-rate": round(sum(p.input_rows_per_second for p in latest), 3),
+        "processing-rate": round(sum(p.processed_rows_per_second for p in latest), 3),
+        "last-savepoint": (
+            {"path": savepoint.get("path"), "time": savepoint.get("time")} if savepoint else None
+        ),
+    }
+
+
+def job_rows(statuses: list[JobStatus], unreadable: int) -> dict[str, Any]:
+    """``GET /flinkish/jobs``: newest first, and how many jobs could not be read."""
+    now = time.time()
+    rows = [job_row(s, now) for s in statuses]
+    rows.sort(key=lambda r: r["start-time"], reverse=True)
+    return {"jobs": rows, "unreadable": unreadable, "now": int(now * 1000)}
+
+
+def series(status: JobStatus, kept: Series) -> dict[str, Any]:
+    """``GET /flinkish/jobs/:jobid/series``: per query, its points oldest first."""
+    return {"jid": status.job_id, "fields": list(FIELDS), "queries": kept.queries}
+
+
+def savepoints(records: list[SavepointRecord]) -> dict[str, Any]:
+    """``GET /flinkish/jobs/:jobid/savepoints``: newest first, times in epoch ms."""
+    entries = []
+    for record in sorted(records, key=lambda r: r.time, reverse=True):
+        entry = asdict(record)
+        entry.update(
+            trigger=record.trigger.value,
+            state=record.state.value,
+            time=int(record.time * 1000),
+        )
+        entries.append(entry)
+    return {"savepoints": entries}
+
+
+def is_public(path: str) -> bool:
+    """True for the page and its assets (served without the token)."""
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX)

@@ -1,0 +1,52 @@
+"""Screenshots of flinkish web's dashboard for the README, taken in headless Chromium.
+
+    python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images]
+
+Writes dashboard-jobs.png (the job list) and dashboard-job-<tab>.png for each tab of the
+job's page, at a laptop's 1366x860. Needs Debian's chromium and chromium-driver and the
+'test' extra (selenium). The README's pictures come from a real job: see docs/dashboard.md.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+TABS = ("overview", "checkpoints", "savepoints", "exceptions", "configuration")
+
+
+def main(url: str, job_id: str, out: Path) -> None:
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1366,860"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    wait = WebDriverWait(driver, 30)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        driver.get(url + "/#/overview")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, f"tr[data-jid='{job_id}']")))
+        driver.save_screenshot(str(out / "dashboard-jobs.png"))
+        for tab in TABS:
+            driver.get(f"{url}/#/job/{job_id}/{tab}")
+            wait.until(ec.text_to_be_present_in_element((By.ID, "refreshed"), "updated"))
+            if tab == "overview":
+                wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".uplot")))
+            time.sleep(0.5)  # let the charts paint; a picture, not a test
+            driver.save_screenshot(str(out / f"dashboard-job-{tab}.png"))
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out = Path(sys.argv[3] if len(sys.argv) > 3 else "docs/images")
+    main(sys.argv[1].rstrip("/"), sys.argv[2], out)
