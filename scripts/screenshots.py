@@ -3,7 +3,7 @@
     python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images]
 
 Writes dashboard-jobs.png (the job list) and dashboard-job-<tab>.png for each tab of the
-job's page, at a laptop's 1366x860. Needs Debian's chromium and chromium-driver and the
+job's page, 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's chromium and chromium-driver and the
 'test' extra (selenium). The README's pictures come from a real job: see docs/dashboard.md.
 """
 
@@ -22,6 +22,14 @@ from selenium.webdriver.support.ui import WebDriverWait
 TABS = ("overview", "checkpoints", "savepoints", "exceptions", "configuration")
 
 
+def _shoot(driver: webdriver.Chrome, path: Path) -> None:
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1366, max(600, min(int(height) + 140, 1800)))
+    time.sleep(0.3)
+    driver.save_screenshot(str(path))
+    driver.set_window_size(1366, 860)
+
+
 def main(url: str, job_id: str, out: Path) -> None:
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
@@ -33,14 +41,14 @@ def main(url: str, job_id: str, out: Path) -> None:
     try:
         driver.get(url + "/#/overview")
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, f"tr[data-jid='{job_id}']")))
-        driver.save_screenshot(str(out / "dashboard-jobs.png"))
+        _shoot(driver, out / "dashboard-jobs.png")
         for tab in TABS:
             driver.get(f"{url}/#/job/{job_id}/{tab}")
             wait.until(ec.text_to_be_present_in_element((By.ID, "refreshed"), "updated"))
             if tab == "overview":
                 wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".uplot")))
             time.sleep(0.5)  # let the charts paint; a picture, not a test
-            driver.save_screenshot(str(out / f"dashboard-job-{tab}.png"))
+            _shoot(driver, out / f"dashboard-job-{tab}.png")
     finally:
         driver.quit()
 
