@@ -3,8 +3,9 @@
     python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images]
 
 Writes dashboard-jobs.png (the job list) and dashboard-job-<tab>.png for each tab of the
-job's page, 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's chromium and chromium-driver and the
-'test' extra (selenium). The README's pictures come from a real job: see docs/dashboard.md.
+job's page, 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's
+chromium and chromium-driver and the 'test' extra (selenium). The README's pictures come from
+a real job (Spark's rate source into a running count, with a savepoint taken).
 """
 
 from __future__ import annotations
