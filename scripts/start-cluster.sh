@@ -5,6 +5,9 @@
 #   --session               a session cluster: a Spark Connect server over local[N];
 #                           last line sc://127.0.0.1:PORT (flinkish run -m sc://127.0.0.1:PORT)
 #   --session --standalone  a master, a worker and a Connect server over them; last line sc://...
+# and, as Flink's starts the JobManager with its REST API and web UI, flinkish web (the REST
+# API, dashboard and /metrics) on 127.0.0.1:REST_PORT, in front of the session cluster: then
+# 'flinkish run -m 127.0.0.1:REST_PORT' (or Flink's CLI with that -m) reaches the cluster.
 # Stop everything it started with scripts/stop-cluster.sh (same --dir).
 #
 # Options (flag, or environment variable, default):
@@ -12,10 +15,12 @@
 #   --master-port P          FLINKISH_MASTER_PORT         7077
 #   --master-webui-port P    FLINKISH_MASTER_WEBUI_PORT   8080
 #   --worker-port P          FLINKISH_WORKER_PORT         0 (any free port)
-#   --worker-webui-port P    FLINKISH_WORKER_WEBUI_PORT   8081
+#   --worker-webui-port P    FLINKISH_WORKER_WEBUI_PORT   8082 (8081 is flinkish web's)
 #   --cores N                FLINKISH_WORKER_CORES        2
 #   --memory M               FLINKISH_WORKER_MEMORY       2g
 #   --timeout SECONDS        FLINKISH_CLUSTER_TIMEOUT     90 (wait until the cluster answers)
+#   --rest-port P            FLINKISH_REST_PORT           8081 (flinkish web; 0: any free port)
+#   --no-web                 do not start flinkish web
 # Session cluster (--session):
 #   --session-port P         FLINKISH_SESSION_PORT        15002 (Spark Connect's gRPC port)
 #   --session-webui-port P   FLINKISH_SESSION_WEBUI_PORT  0 (no web UI; else the server's Spark UI)
@@ -44,7 +49,9 @@ dir=${FLINKISH_CLUSTER_DIR:-/tmp/flinkish-cluster}
 master_port=${FLINKISH_MASTER_PORT:-7077}
 master_webui_port=${FLINKISH_MASTER_WEBUI_PORT:-8080}
 worker_port=${FLINKISH_WORKER_PORT:-0}
-worker_webui_port=${FLINKISH_WORKER_WEBUI_PORT:-8081}
+worker_webui_port=${FLINKISH_WORKER_WEBUI_PORT:-8082}
+rest_port=${FLINKISH_REST_PORT:-8081}
+web=1
 cores=${FLINKISH_WORKER_CORES:-2}
 memory=${FLINKISH_WORKER_MEMORY:-2g}
 timeout=${FLINKISH_CLUSTER_TIMEOUT:-90}
@@ -61,8 +68,10 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --session) session=1; shift ;;
     --standalone) standalone=1; shift ;;
+    --no-web) web=0; shift ;;
     --dir | --master-port | --master-webui-port | --worker-port | --worker-webui-port | --cores | \
-      --memory | --timeout | --session-port | --session-webui-port | --slots | --conf-dir | --session-conf)
+      --memory | --timeout | --session-port | --session-webui-port | --slots | --conf-dir | --session-conf | \
+      --rest-port)
       [ $# -ge 2 ] || die "option '$1' needs a value (see --help)"
       case "$1" in
         --dir) dir=$2 ;;
@@ -77,6 +86,7 @@ while [ $# -gt 0 ]; do
         --session-webui-port) session_webui_port=$2 ;;
         --slots) slots=$2 ;;
         --conf-dir) conf_dir=$2 ;;
+        --rest-port) rest_port=$2 ;;
         --session-conf)
           [[ "$2" =~ ^spark\.[A-Za-z0-9._-]+=.+ ]] || die "--session-conf '$2' is not like spark.key=value"
           session_confs+=(--conf "$2")
@@ -84,7 +94,7 @@ while [ $# -gt 0 ]; do
       esac
       shift 2
       ;;
-    -h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -107,7 +117,7 @@ if [ -n "$java_major" ] && [ "$java_major" -lt 17 ]; then
 fi
 
 for value in "$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port" "$cores" \
-  "$timeout" "$session_port" "$session_webui_port" ${slots:+"$slots"}; do
+  "$timeout" "$session_port" "$session_webui_port" "$rest_port" ${slots:+"$slots"}; do
   [[ "$value" =~ ^[0-9]+$ ]] || die "'$value' is not a number (ports, cores, slots and timeout are numbers)"
 done
 [[ "$memory" =~ ^[0-9]+[kKmMgGtT]?$ ]] || die "worker memory '$memory' is not like 512m or 2g"
@@ -192,15 +202,18 @@ dir=$(cd "$dir" && pwd)
 alive() {  # alive PIDFILE: the process named in PIDFILE runs
   [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
 }
-for role in master worker connect; do
+for role in master worker connect web; do
   if alive "$dir/$role.pid"; then
     die "a Spark $role started from $dir is already running (pid $(cat "$dir/$role.pid")); stop it with: scripts/stop-cluster.sh --dir $dir"
   fi
   rm -f "$dir/$role.pid"
 done
-rm -f "$dir/connect.url"
+rm -f "$dir/connect.url" "$dir/web.url"
 
 ports=()
+if [ $web = 1 ]; then
+  ports+=("$rest_port")
+fi
 if [ $standalone = 1 ]; then
   ports+=("$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port")
 fi
@@ -424,6 +437,36 @@ EOF
   echo "Spark Connect server running: pid $(cat "$dir/connect.pid"), $capacity, Python workers $pyspark_python"
   if [ "$session_webui_port" != 0 ]; then
     echo "Spark Connect server web UI http://127.0.0.1:$session_webui_port"
+  fi
+fi
+
+if [ $web = 1 ]; then
+  # flinkish web, in a process group of its own like the daemons; it reads the configuration
+  # as flinkish does (--conf-dir, FLINK_CONF_DIR, ./conf) and is told the session cluster.
+  # Not fatal: a cluster without its dashboard still runs jobs (the warning says why).
+  web_args=(web -D "rest.bind-port=$rest_port")
+  [ -z "$conf_dir" ] || web_args+=(--conf-dir "$conf_dir")
+  [ $session = 0 ] || web_args+=(-D "flinkish.web.session-cluster=sc://127.0.0.1:$session_port")
+  if ! "$python" -c 'import flinkish_cli.web.app' 2>/dev/null; then
+    echo "WARNING: flinkish web not started: flinkish with its 'web' extra is not installed for '$python' (pip install -e '.[web]')" >&2
+  else
+    # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
+    setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/web.pid" \
+      "$python" -m flinkish_cli "${web_args[@]}" >"$dir/logs/web.out" 2>&1 </dev/null &
+    web_url=""
+    until [ -n "$web_url" ]; do
+      web_url=$({ sed -n 's/^flinkish web: \(http:.*\)$/\1/p' "$dir/logs/web.out" || true; } 2>/dev/null | head -n 1)
+      if [ -z "$web_url" ] && { [ -s "$dir/web.pid" ] && ! alive "$dir/web.pid" || [ $SECONDS -ge $deadline ]; }; then
+        echo "WARNING: flinkish web did not start: $(grep -v '^[[:space:]]*$' "$dir/logs/web.out" | tail -n 1)" >&2
+        rm -f "$dir/web.pid"
+        break
+      fi
+      [ -n "$web_url" ] || sleep 0.2
+    done
+    if [ -n "$web_url" ]; then
+      echo "$web_url" >"$dir/web.url"
+      echo "flinkish web running: pid $(cat "$dir/web.pid"), $web_url (REST API, dashboard, /metrics; flinkish run -m ${web_url#http://})"
+    fi
   fi
 fi
 

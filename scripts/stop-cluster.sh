@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop everything scripts/start-cluster.sh started from the same directory, like Flink's
-# bin/stop-cluster.sh: the Spark Connect server of a session cluster (and the Python workers
-# it runs), the standalone worker (and the executors it runs), then the master.
+# bin/stop-cluster.sh: flinkish web, the Spark Connect server of a session cluster (and the
+# Python workers it runs), the standalone worker (and the executors it runs), then the master.
+# Stopping flinkish web never touches a job.
 #
 # Each daemon runs in a process group of its own whose id is the pid in its pid file; the
 # whole group gets SIGTERM, then SIGKILL if it is still there after the timeout. Safe to run
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
       if [ "$1" = --dir ]; then dir=$2; else timeout=$2; fi
       shift 2
       ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "ERROR: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -33,19 +34,22 @@ group_alive() {
   kill -0 -- "-$1" 2>/dev/null
 }
 
-is_spark() {  # is_spark PID: PID is a Spark daemon (guards against a recycled pid)
-  [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q 'org\.apache\.spark\.deploy\.'
+is_ours() {  # is_ours ROLE PID: PID is that daemon (guards against a recycled pid)
+  local pattern='org\.apache\.spark\.deploy\.'
+  [ "$1" != web ] || pattern='flinkish_cli web'
+  [ -r "/proc/$2/cmdline" ] && tr '\0' ' ' <"/proc/$2/cmdline" | grep -q "$pattern"
 }
 
 name_of() {
   case "$1" in
     connect) echo "Spark Connect server" ;;
+    web) echo "flinkish web" ;;
     *) echo "Spark $1" ;;
   esac
 }
 
 stopped=0
-for role in connect worker master; do
+for role in web connect worker master; do
   pidfile="$dir/$role.pid"
   [ -f "$pidfile" ] || continue
   name=$(name_of "$role")
@@ -54,7 +58,7 @@ for role in connect worker master; do
     rm -f "$pidfile"
     continue
   fi
-  if kill -0 "$pid" 2>/dev/null && ! is_spark "$pid"; then
+  if kill -0 "$pid" 2>/dev/null && ! is_ours "$role" "$pid"; then
     echo "pid $pid in $pidfile is not a $name any more; not touching it"
     rm -f "$pidfile"
     continue
@@ -77,5 +81,5 @@ for role in connect worker master; do
   fi
   rm -f "$pidfile"
 done
-rm -f "$dir/connect.url"
+rm -f "$dir/connect.url" "$dir/web.url"
 [ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

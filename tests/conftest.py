@@ -13,6 +13,8 @@ pytest_plugins = [
     "tests.fixtures.spark_cluster",
     # connect_server: a real session cluster, a Spark Connect server (start-cluster.sh --session)
     "tests.fixtures.connect_server",
+    # flink: Apache Flink's own CLI (bin/flink), the reference client of flinkish web
+    "tests.fixtures.flink_cli",
 ]
 
 

@@ -203,6 +203,8 @@ class Upgrade:
             _check_writable(self.config, target)
         prepared = submit.prepare(self.request.program, self.config)
         prepared.discard()
+        for message in prepared.notices:
+            self.presenter.notice(message)
         rollback = self._bring_back(old) if self.request.rollback else None
         return old, rollback
 

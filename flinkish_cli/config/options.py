@@ -523,18 +523,20 @@ OPTIONS: tuple[Option, ...] = (
         "rest.address",
         Str(),
         E,
-        "Host of the session cluster that target 'remote' submits to (run -m host:port wins); "
-        "started by scripts/start-cluster.sh --session.",
+        "Host of the cluster's REST endpoint (flinkish web, as Flink's JobManager) that "
+        "target 'remote' asks for its session cluster (run -m host:port wins); started by "
+        "scripts/start-cluster.sh --session.",
         RUNTIME,
     ),
     Option(
         "rest.port",
         Int(),
         E,
-        "Port of the session cluster (Spark Connect's port; flinkish's default is Spark "
-        "Connect's, not Flink's 8081).",
+        "Port of the cluster's REST endpoint (flinkish web). It used to name "
+        "the Spark Connect server's port: such an address still works, with a notice to "
+        "name the server as -m sc://host:port.",
         RUNTIME,
-        default="15002",
+        default="8081",
         check=Check(lambda v: 1 <= v <= 65535, "a port from 1 to 65535"),
     ),
     Option(
@@ -715,11 +717,20 @@ OPTIONS: tuple[Option, ...] = (
         "rest.bind-port",
         Int(),
         MO,
-        "Port of flinkish web (Flink's REST port; rest.port still names the session "
-        "cluster's Spark Connect port in flinkish).",
+        "Port flinkish web binds to (Flink's REST port; rest.port is where clients reach it).",
         RUNTIME,
         default="8081",
         check=Check(lambda v: 0 <= v <= 65535, "a port from 0 (any free port) to 65535"),
+    ),
+    Option(
+        "flinkish.web.session-cluster",
+        Str(),
+        MO,
+        "The Spark Connect address (sc://host:port) of the session cluster flinkish web "
+        "fronts: flinkish run -m <this endpoint> submits there. scripts/start-cluster.sh "
+        "--session sets it.",
+        RUNTIME,
+        check=Check(lambda v: v.startswith("sc://") and ":" in v[5:], "sc://host:port"),
     ),
     Option(
         "flinkish.web.auth-token",

@@ -7,6 +7,7 @@ module decides *what* happens and never *how it looks*.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from flinkish_cli.errors import JobCanceledError, JobError, JobFailedError
@@ -20,6 +21,7 @@ from flinkish_cli.submission.follow import Update, follow, pass_output
 class Presenter(Protocol):
     """What ``run`` tells its user."""
 
+    def notice(self, message: str) -> None: ...
     def submitted(self, job_id: str) -> None: ...
     def output_line(self, line: str) -> None: ...
     def update(self, update: Update) -> None: ...
@@ -35,7 +37,7 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
     attached job is cancelled, so that the exit status tells scripts what happened.
     """
     if request.detached:
-        status = launch_detached(request, config)
+        status = launch_detached(request, config, presenter.notice)
         if status.state is JobState.FAILED:
             raise JobFailedError(
                 f"Job {status.job_id} failed at start-up: {status.failure_cause}",
@@ -45,6 +47,8 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
         presenter.ended(status, detached=True)
         return status
     prepared = submit.prepare(request, config, restore_plan(request, config))
+    for message in prepared.notices:
+        presenter.notice(message)
     launched = submit.start(prepared, watch_cli=request.shutdown_on_attached_exit)
     job_id = prepared.plan.job_id
     presenter.submitted(job_id)
@@ -76,10 +80,15 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
     return status
 
 
-def launch_detached(request: submit.RunRequest, config: Any) -> JobStatus:
+def launch_detached(
+    request: submit.RunRequest, config: Any, notice: Callable[[str], None]
+) -> JobStatus:
     """Start the job and wait until it runs: its status, RUNNING, or FAILED when it failed
-    at start-up (a :class:`JobError` when it could not be started at all)."""
+    at start-up (a :class:`JobError` when it could not be started at all); ``notice`` gets
+    what the user should know of how it was placed."""
     prepared = submit.prepare(request, config, restore_plan(request, config))
+    for message in prepared.notices:
+        notice(message)
     launched = submit.start(prepared)
     try:
         return launcher.wait_until_running(prepared.registry, prepared.plan.job_id, launched)

@@ -4,8 +4,8 @@
 Flink target (``-t``)  ``-m``                    deploy mode  notes
 =====================  ========================  ===========  ============================
 local (default)        ``local[N]``              client       N = max(slots, parallelism)
-remote                 ``sc://host:port`` or     session      a session cluster (Spark
-                       ``host:port``                          Connect): no spark-submit
+remote                 ``host:port`` or          session      a session cluster (Spark
+                       ``sc://host:port``                     Connect): no spark-submit
 remote                 ``spark://host:port``     client       Spark standalone
 yarn-session           ``yarn``                  client       needs HADOOP_CONF_DIR
 yarn-application       ``yarn``                  cluster      driver runs in YARN
@@ -14,8 +14,9 @@ kubernetes-application ``k8s://https://...``     cluster      needs an image, up
 =====================  ========================  ===========  ============================
 
 ``-m`` alone picks the target from its value, as Flink's ``-m yarn-cluster`` does; a bare
-``host:port`` is, as in Flink, the address of a session cluster (``rest.address`` and
-``rest.port`` name it in the configuration).
+``host:port`` is, as in Flink, the cluster's REST endpoint (``rest.address`` and
+``rest.port`` name it in the configuration): ``flinkish web``, which names its session
+cluster's Connect server (:mod:`.endpoint`); ``sc://host:port`` names that server directly.
 The command line holds paths only: every setting, secrets included, travels in the private
 properties file (see :mod:`.launcher`), so nothing secret shows in ``ps``.
 """
@@ -53,6 +54,10 @@ class Deployment:
     target: str
     master: str
     deploy_mode: str
+    #: the REST endpoint (``host:port``) to ask for the session cluster's Connect address,
+    #: when the job goes to a session cluster named by its endpoint (``master`` is then
+    #: the endpoint's address as ``sc://``, until :mod:`.endpoint` resolves it)
+    endpoint: str | None = None
 
     @property
     def driver_is_local(self) -> bool:
@@ -75,8 +80,8 @@ def resolve_deployment(
     """Decide the deployment from ``-t``, ``-m`` and the configuration, refusing conflicts.
 
     ``configured_master`` is the translated master (``spark.master`` or ``local[N]``),
-    ``configured_target`` is ``execution.target`` and ``session_address`` the session
-    cluster that ``rest.address``/``rest.port`` name (``sc://host:port``), if any.
+    ``configured_target`` is ``execution.target`` and ``session_address`` the REST endpoint
+    that ``rest.address``/``rest.port`` name (``host:port``), if any.
     """
     if target is not None and target not in TARGETS:
         raise UsageError(
@@ -90,7 +95,10 @@ def resolve_deployment(
         master = _default_master(target, configured_master, session_address)
     _check_pair(target, master)
     if master.startswith("sc://"):
-        return Deployment(target=target, master=master, deploy_mode="session")
+        endpoint = master.removeprefix("sc://") if _is_endpoint(jobmanager, master) else None
+        if jobmanager is None and session_address and master == f"sc://{session_address}":
+            endpoint = session_address
+        return Deployment(target=target, master=master, deploy_mode="session", endpoint=endpoint)
     mode = "cluster" if target in CLUSTER_MODE_TARGETS else "client"
     return Deployment(target=target, master=master, deploy_mode=mode)
 
@@ -111,6 +119,11 @@ def _master_from_jobmanager(value: str) -> str:
     )
 
 
+def _is_endpoint(jobmanager: str | None, master: str) -> bool:
+    """-m gave a bare host:port: a REST endpoint (Flink's meaning), not ``sc://``."""
+    return jobmanager is not None and not jobmanager.strip().startswith("sc://")
+
+
 def _target_of_master(master: str) -> str:
     if master.startswith("local"):
         return LOCAL
@@ -128,7 +141,7 @@ def _default_master(target: str, configured_master: str, session: str | None) ->
         if configured_master.startswith(("spark://", "sc://")):
             return configured_master
         if session:
-            return session
+            return f"sc://{session}"
         raise UsageError(
             "Target 'remote' needs the address of a session cluster or a Spark master.",
             "Pass -m host:port (a session cluster, or set rest.address and rest.port), or "

@@ -7,6 +7,7 @@ then records the job as CREATED and starts its driver. Callable without click.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -62,6 +63,9 @@ class RunRequest:
     #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
     upgraded_from: str | None = None
     rolled_back: bool = False
+    #: what the user should know of how the job was placed (e.g. an address in its old
+    #: meaning); the caller shows them
+    notices: list[str] = field(default_factory=list)
 
     def config_flags(self) -> dict[str, str]:
         """The configuration keys that this request's flags set (they win over -D); which
@@ -154,9 +158,17 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         request.jobmanager,
         translation.master,
         str(config.get("execution.target") or "local"),
-        f"sc://{session}:{config.get('rest.port')}" if session else None,
+        f"{session}:{config.get('rest.port')}" if session else None,
     )
     checkpoint_root = str(config.get("execution.checkpointing.dir"))
+    notices: list[str] = []
+    if deployment.endpoint:
+        from flinkish_cli.submission.endpoint import session_cluster
+
+        token = config.get("flinkish.web.auth-token")
+        found = session_cluster(deployment.endpoint, str(token) if token else None)
+        deployment = dataclasses.replace(deployment, master=found.master)
+        notices += [found.notice] if found.notice else []
     if deployment.session:
         check_session_cluster(deployment.master)
     else:
@@ -167,7 +179,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
     log_path = log_dir / f"flinkish-{job_id}.log"
     run_dir = make_run_dir(log_dir, job_id)
     try:
-        return _plan(
+        prepared = _plan(
             request,
             config,
             translation,
@@ -179,6 +191,8 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
             run_dir,
             restore,
         )
+        prepared.notices = notices
+        return prepared
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise

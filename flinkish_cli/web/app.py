@@ -35,6 +35,7 @@ from flinkish_cli.client.jobs import JobClient, TriggerResult, checkpoint_of, is
 from flinkish_cli.errors import FlinkishError, JobError, UsageError
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.submission.endpoint import CLUSTER_PATH
 from flinkish_cli.web import dashboard, flink_json
 
 log = logging.getLogger("flinkish.web")
@@ -50,6 +51,8 @@ class WebSettings:
 
     version: str
     token: str | None = None
+    #: the Connect address of the session cluster this endpoint fronts (``sc://host:port``)
+    session_cluster: str | None = None
     cancel_enabled: bool = True
     history_size: int = 10
     refresh_ms: int = 3000
@@ -58,9 +61,11 @@ class WebSettings:
     @classmethod
     def from_config(cls, config: Any, version: str) -> WebSettings:
         token = config.get("flinkish.web.auth-token")
+        session = config.get("flinkish.web.session-cluster")
         return cls(
             version=version,
             token=str(token) if token else None,
+            session_cluster=str(session) if session else None,
             cancel_enabled=bool(config.get("web.cancel.enable")),
             history_size=int(config.get("web.checkpoints.history")),
             refresh_ms=int(config.get("web.refresh-interval").total_seconds() * 1000),
@@ -191,6 +196,11 @@ class FlinkRestApi:
         return ok(flink_json.exceptions(status, size))
 
     # -- the dashboard's own documents (flinkish_cli.web.dashboard) ------------------------
+    async def cluster(self, request: Request) -> Response:
+        """Where ``flinkish run -m <this endpoint>`` sends a job (the client's side:
+        :mod:`flinkish_cli.submission.endpoint`)."""
+        return ok(dashboard.cluster(self.settings.session_cluster, self.settings.version))
+
     async def dashboard_jobs(self, request: Request) -> Response:
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
         return ok(dashboard.job_rows(jobs, len(unreadable)))
@@ -375,6 +385,7 @@ class FlinkRestApi:
     def dashboard_routes(self) -> list[Route]:
         """The dashboard's own documents, under ``/flinkish/``."""
         return [
+            Route(CLUSTER_PATH, self.cluster, methods=["GET"]),
             Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),

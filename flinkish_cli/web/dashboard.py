@@ -7,6 +7,8 @@ of Flink's).
   library (uPlot, MIT, its licence beside it). No asset comes from a CDN: it works offline.
   The page and assets hold no job data, so they are served without the token; every document
   the page then reads needs it, which the page asks for when the endpoint answers 401.
+- ``GET /flinkish/cluster`` the session cluster this endpoint fronts (its Connect address),
+  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`).
 - ``GET /flinkish/jobs`` a row per job for the job list: state, uptime, last checkpoint, its
   rates, last savepoint.
 - ``GET /flinkish/jobs/:jobid/series`` the job's figures over time, for the charts
@@ -25,12 +27,18 @@ from typing import Any
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
+from flinkish_cli.submission.endpoint import SESSION_KEY
 from flinkish_cli.web.flink_json import job_overview
 
 ASSETS = Path(__file__).with_name("assets")
 #: Paths served without the token: the page and its assets, which hold no job data.
 PUBLIC_PATHS = ("/", "/index.html")
 PUBLIC_PREFIX = "/assets/"
+
+
+def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
+    """``GET /flinkish/cluster``."""
+    return {SESSION_KEY: session_cluster, "flinkish-version": version}
 
 
 def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:

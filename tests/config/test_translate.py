@@ -264,6 +264,8 @@ def test_every_option_translates_without_conflict() -> None:
         value = option.type.values[-1] if name == "enum" else values[name]  # type: ignore[attr-defined]
         if option.key == "metrics.reporter.prom.port":
             value = "9249"
+        if option.key == "flinkish.web.session-cluster":
+            value = "sc://127.0.0.1:15002"
         if option.key in ("heartbeat.timeout", "restart-strategy.exponential-delay.max-backoff"):
             value = "1 min"
         if option.key == "execution.checkpointing.interval":

@@ -16,11 +16,14 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.fixtures.flink_cli import run_flink
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
 from tests.fixtures.sink_log import committed_rows, final_counts
+from tests.fixtures.web_server import running_web
 
 pytestmark = pytest.mark.spark
 
@@ -66,13 +69,13 @@ def _history(env: FlinkishEnv, job_id: str) -> list[dict]:
 
 
 def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
-    flinkish_env: FlinkishEnv, connect_server: str
+    flinkish_env: FlinkishEnv, connect_server: str, flink: Any
 ) -> None:
     env = flinkish_env
     inputs, output = env.root / "in", env.root / "out"
     rows = _rows(0, 12)
     write_events(inputs, rows[:6])
-    address = connect_server.removeprefix("sc://")  # Flink's -m host:port
+    address = connect_server.rest_address  # Flink's -m host:port: the REST endpoint
     args = [COUNTS_JOB, "--input", str(inputs), "--output", str(output)]
     restarts = [
         "-D",
@@ -86,6 +89,9 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     job_id = job_id_of(started.stdout)
     listed = env.run("list", "-r", "-m", address, check=True).stdout
     assert job_id in listed and "RUNNING" in listed
+    with running_web(env) as web:  # Apache Flink's own CLI sees the session cluster's job
+        flinks = run_flink(flink, "list", "-r", "-m", web.address)
+        assert re.search(rf" : {job_id} : counts_job \(RUNNING\)$", flinks.stdout, re.M), flinks
     _wait(lambda: min(_commit(env, job_id, q) for q in ("counts", "raw")) >= 0, "first commits")
 
     # the client process dies: its supervisor restarts it, the job goes on
@@ -116,8 +122,11 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     taken = env.run("savepoint", job_id, check=True)
     savepoint = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
 
-    # CI upgrades the job in the session cluster (the same program, as a redeploy would)
-    upgraded = env.run("upgrade", "-m", address, *restarts, *periodic, job_id, *args, check=True)
+    # CI upgrades the job in the session cluster (the same program, as a redeploy would),
+    # with an older script's -m: the Connect server's own host:port, which still works
+    old_style = connect_server.removeprefix("sc://")
+    upgraded = env.run("upgrade", "-m", old_style, *restarts, *periodic, job_id, *args, check=True)
+    assert f"write -m sc://{old_style} to name the Connect server itself" in upgraded.stderr
     upgrade_savepoint = SAVEPOINT.search(upgraded.stdout).group(1)  # type: ignore[union-attr]
     new_id = job_id_of(upgraded.stdout)
     assert f"Upgrade of job {job_id} completed: job {new_id} (" in upgraded.stdout

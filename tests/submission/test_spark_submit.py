@@ -23,7 +23,8 @@ SECRET = "s3cr3t-VALUE"
         (None, "spark://10.0.0.1:7077", "local[2]", ("remote", "spark://10.0.0.1:7077", "client")),
         ("remote", "spark://h:7077", "local[2]", ("remote", "spark://h:7077", "client")),
         ("remote", None, "spark://cfg:7077", ("remote", "spark://cfg:7077", "client")),
-        # Flink's meaning of -m host:port: the address of a session cluster
+        # Flink's meaning of -m host:port: the cluster's REST endpoint (flinkish web, asked
+        # for its session cluster: see test_a_bare_address_is_the_rest_endpoint...)
         (None, "h:15002", "local[2]", ("remote", "sc://h:15002", "session")),
         (None, "sc://127.0.0.1:15002", "local[2]", ("remote", "sc://127.0.0.1:15002", "session")),
         ("remote", "10.1.2.3:8081", "local[2]", ("remote", "sc://10.1.2.3:8081", "session")),
@@ -50,12 +51,29 @@ def test_resolve_deployment(target, jobmanager, master, expected) -> None:
     assert (deployment.target, deployment.master, deployment.deploy_mode) == expected
 
 
-def test_rest_address_names_the_session_cluster_of_target_remote() -> None:
-    deployment = resolve_deployment(None, None, "local[2]", "remote", "sc://cfg:15002")
-    assert (deployment.master, deployment.session) == ("sc://cfg:15002", True)
+def test_rest_address_names_the_endpoint_of_target_remotes_session_cluster() -> None:
+    deployment = resolve_deployment(None, None, "local[2]", "remote", "cfg:8081")
+    assert (deployment.endpoint, deployment.session) == ("cfg:8081", True)
     # -m wins over the configuration, and spark:// keeps its meaning
-    deployment = resolve_deployment(None, "spark://m:7077", "local[2]", "remote", "sc://cfg:1")
+    deployment = resolve_deployment(None, "spark://m:7077", "local[2]", "remote", "cfg:1")
     assert (deployment.master, deployment.session) == ("spark://m:7077", False)
+
+
+@pytest.mark.parametrize(
+    ("jobmanager", "endpoint"),
+    [
+        ("h:8081", "h:8081"),  # Flink's -m: the REST endpoint, asked for the session cluster
+        ("[::1]:8081", "[::1]:8081"),
+        ("sc://h:15002", None),  # the Connect server itself: nobody is asked
+    ],
+)
+def test_a_bare_address_is_the_rest_endpoint_sc_the_connect_server(jobmanager, endpoint) -> None:
+    deployment = resolve_deployment(None, jobmanager, "local[2]", "local", "cfg:8081")
+    assert (deployment.target, deployment.session, deployment.endpoint) == (
+        "remote",
+        True,
+        endpoint,
+    )
 
 
 @pytest.mark.parametrize(

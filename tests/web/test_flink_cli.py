@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.cycle import Cycle
+from tests.fixtures.flink_cli import run_flink
 from tests.fixtures.flinkish_env import FlinkishEnv
 from tests.fixtures.web_server import running_web
 
@@ -22,27 +22,7 @@ pytestmark = pytest.mark.spark
 SAVEPOINT = re.compile(r"^Savepoint completed\. Path: (\S+)$", re.MULTILINE)
 
 
-@pytest.fixture(scope="module")
-def flink():
-    """Flink's distribution (installed once into its own virtual environment)."""
-    from benchmarks.flink import FlinkUnavailable, install, venv_dir
-
-    try:
-        return install(venv_dir())
-    except FlinkUnavailable as error:
-        pytest.fail(f"Apache Flink's CLI is needed for this test: {error}")
-
-
-def _flink(flink, *args: str) -> subprocess.CompletedProcess[str]:
-    from benchmarks.flink import flink_env
-
-    return subprocess.run(
-        [str(flink.home / "bin" / "flink"), *args],
-        env=flink_env(flink, flink.home / "conf"),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+_flink = run_flink
 
 
 def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(

@@ -101,6 +101,11 @@ class RunPresenter:
         self.live_view: Any = None
         self.terminal = is_terminal() and not self.json
 
+    def notice(self, message: str) -> None:
+        from flinkish_cli.cli.output import warn
+
+        warn(message)
+
     def submitted(self, job_id: str) -> None:
         if not self.json:
             echo(f"Job has been submitted with JobID {job_id}")
