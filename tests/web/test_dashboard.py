@@ -33,7 +33,7 @@ from tests.fixtures.web_server import WebServer, running_web
 
 RUNNING, OLD, HOSTILE = "e5" * 16, "f6" * 16, "a7" * 16
 DAMAGED = "b8" * 16
-NOW = time.time()
+NOW = time.time()  # set again when the registry is written (the tests' "now")
 HOSTILE_NAME = '<img src=x onerror="window.pwned=1">'
 SERIES_POINTS = 240  # 20 minutes of a batch every 5 s, older than the status's recent ones
 
@@ -58,6 +58,8 @@ def _progress(batch: int, at: float, name: str) -> Progress:
 
 @pytest.fixture(scope="module")
 def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
+    global NOW
+    NOW = time.time()  # not at import: the module may be collected minutes before it runs
     root = tmp_path_factory.mktemp("dashboard")
     env = FlinkishEnv(root, root / "conf", root / "checkpoints", root / "savepoints", root / "log")
     env.conf_dir.mkdir()
