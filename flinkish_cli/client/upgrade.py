@@ -348,8 +348,15 @@ class Upgrade:
         self.presenter.notice(note)
 
     def _cancel_if_live(self, job: str) -> None:
-        if not self.registry.get(job).effective_state().is_terminal:
+        """Cancel ``job`` unless it has ended; a job that ends (fails) on its own while
+        the cancel is asked is as good as cancelled."""
+        if self.registry.get(job).effective_state().is_terminal:
+            return
+        try:
             self.client.cancel(job)
+        except JobError:
+            if not self.registry.get(job).effective_state().is_terminal:
+                raise
 
     def _baseline(self, old: JobStatus, source: str | None) -> dict[str, int]:
         """Each query's last committed batch in the state the new program starts from."""

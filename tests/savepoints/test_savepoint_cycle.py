@@ -278,9 +278,11 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     cycle.add_input(1)
     cycle.wait_until_all_processed()
     newest = job_id_of(upgraded.stdout)
-    records = _wait_for_history(
+    _wait_for_history(
         env, newest, lambda rs: any(r["state"] == "DISPOSED" for r in rs), timeout=180
     )
+    env.run("cancel", newest, check=True)  # no savepoint or disposal between the two reads
+    records = _wait_for_history(env, newest, lambda rs: True)
     periodic_records = [r for r in records if r["trigger"] == "PERIODIC"]
     assert periodic_records[0]["state"] == "COMPLETED", "the newest is never disposed"
     stored = {
@@ -293,7 +295,6 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
         manifest = f"{record['path'].removeprefix(s3_bucket + '/')}/_metadata"
         assert (manifest in stored) == (record["state"] == "COMPLETED"), record
     assert through in {r["path"] for r in records if r["trigger"] == "UPGRADE"}  # the lineage
-    env.run("cancel", newest, check=True)
     cycle.check_exactly_once()
     info = env.run("savepoint", "info", "--no-rows", first, check=True).stdout
     assert "counts" in info and "raw" in info
