@@ -88,16 +88,17 @@ def resolve_deployment(
             f"Unknown target '{target}'.", f"Use one of: {', '.join(TARGETS)} (-t/--target)."
         )
     master = _master_from_jobmanager(jobmanager) if jobmanager else None
+    # a bare host:port (from -m, or rest.address/rest.port) is a REST endpoint to ask
+    endpoint = jobmanager.strip() if jobmanager and _is_endpoint(jobmanager, master) else None
     implied = _target_of_master(master) if master else None
     if target is None:
         target = implied if implied is not None else configured_target or LOCAL
     if master is None:
         master = _default_master(target, configured_master, session_address)
+        from_session = master != configured_master and master == f"sc://{session_address}"
+        endpoint = session_address if from_session else None
     _check_pair(target, master)
     if master.startswith("sc://"):
-        endpoint = master.removeprefix("sc://") if _is_endpoint(jobmanager, master) else None
-        if jobmanager is None and session_address and master == f"sc://{session_address}":
-            endpoint = session_address
         return Deployment(target=target, master=master, deploy_mode="session", endpoint=endpoint)
     mode = "cluster" if target in CLUSTER_MODE_TARGETS else "client"
     return Deployment(target=target, master=master, deploy_mode=mode)
@@ -119,9 +120,11 @@ def _master_from_jobmanager(value: str) -> str:
     )
 
 
-def _is_endpoint(jobmanager: str | None, master: str) -> bool:
+def _is_endpoint(jobmanager: str, master: str | None) -> bool:
     """-m gave a bare host:port: a REST endpoint (Flink's meaning), not ``sc://``."""
-    return jobmanager is not None and not jobmanager.strip().startswith("sc://")
+    return (
+        bool(master) and master.startswith("sc://") and not jobmanager.strip().startswith("sc://")
+    )
 
 
 def _target_of_master(master: str) -> str:
@@ -141,7 +144,7 @@ def _default_master(target: str, configured_master: str, session: str | None) ->
         if configured_master.startswith(("spark://", "sc://")):
             return configured_master
         if session:
-            return f"sc://{session}"
+            return f"sc://{session}"  # the REST endpoint's address: resolve_deployment marks it
         raise UsageError(
             "Target 'remote' needs the address of a session cluster or a Spark master.",
             "Pass -m host:port (a session cluster, or set rest.address and rest.port), or "

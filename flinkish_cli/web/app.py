@@ -134,6 +134,15 @@ def _trigger_id(data: dict, key: str = "triggerId") -> str | None:
     return value.lower()
 
 
+async def _savepoint_body(
+    request: Request, allowed: dict[str, tuple[type, ...]], name: str
+) -> tuple[dict, str | None, str]:
+    """A savepoint-taking request's body (stop, savepoint): its fields, its trigger id (the
+    caller's, if any) and its format type."""
+    data = await _body(request, {**allowed, "triggerId": (str,), "formatType": (str,)}, name)
+    return data, _trigger_id(data), _choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
+
+
 def _choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
     value = (data.get(key) or default).upper()
     if value not in choices:
@@ -257,11 +266,8 @@ class FlinkRestApi:
 
     async def stop(self, request: Request) -> Response:
         job_id = _job_id(request)
-        allowed = {"targetDirectory": (str,), "drain": (bool,), "triggerId": (str,),
-                   "formatType": (str,)}  # fmt: skip
-        data = await _body(request, allowed, "StopWithSavepointRequestBody")
-        trigger = _trigger_id(data)
-        fmt = _choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
+        allowed = {"targetDirectory": (str,), "drain": (bool,)}
+        data, trigger, fmt = await _savepoint_body(request, allowed, "StopWithSavepointRequestBody")
         self._require_cancel()
         await self._status(job_id)
         tid = await self._act(
@@ -275,11 +281,8 @@ class FlinkRestApi:
 
     async def savepoint(self, request: Request) -> Response:
         job_id = _job_id(request)
-        allowed = {"target-directory": (str,), "cancel-job": (bool,), "triggerId": (str,),
-                   "formatType": (str,)}  # fmt: skip
-        data = await _body(request, allowed, "SavepointTriggerRequestBody")
-        trigger = _trigger_id(data)
-        fmt = _choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
+        allowed = {"target-directory": (str,), "cancel-job": (bool,)}
+        data, trigger, fmt = await _savepoint_body(request, allowed, "SavepointTriggerRequestBody")
         target = data.get("target-directory")
         await self._status(job_id)
         if data.get("cancel-job"):
@@ -297,14 +300,10 @@ class FlinkRestApi:
         return ok({"request-id": tid}, 202)
 
     async def savepoint_status(self, request: Request) -> Response:
-        job_id, trigger = _job_id(request), request.path_params["triggerid"].lower()
-        unknown = f"There is no savepoint operation with triggerId={trigger[:64]} for job {job_id}."
-        result = await self._trigger(job_id, trigger, unknown)
-        if not result.done:
+        _, result = await self._trigger_status(request, "savepoint")
+        if result is None:
             return ok({"status": {"id": "IN_PROGRESS"}})
-        if not result.ok:
-            raise FlinkError(500, f"The savepoint of job {job_id} failed: {result.error}")
-        return ok({"status": {"id": "COMPLETED"}, "operation": {"location": result.result["path"]}})
+        return ok({"status": {"id": "COMPLETED"}, "operation": {"location": result["path"]}})
 
     async def checkpoint(self, request: Request) -> Response:
         job_id = _job_id(request)
@@ -317,19 +316,27 @@ class FlinkRestApi:
         return ok({"request-id": tid}, 202)
 
     async def checkpoint_status(self, request: Request) -> Response:
-        job_id, trigger = _job_id(request), request.path_params["triggerid"].lower()
-        unknown = (
-            f"There is no checkpoint operation with triggerId={trigger[:64]} for job {job_id}."
-        )
-        result = await self._trigger(job_id, trigger, unknown)
-        if not result.done:
+        job_id, result = await self._trigger_status(request, "checkpoint")
+        if result is None:
             return ok({"status": {"id": "IN_PROGRESS"}})
-        if not result.ok:
-            raise FlinkError(500, f"The checkpoint of job {job_id} failed: {result.error}")
-        done = checkpoint_of(job_id, result.result)
+        done = checkpoint_of(job_id, result)
         return ok(
             {"status": {"id": "COMPLETED"}, "operation": {"checkpointId": done.checkpoint_id}}
         )
+
+    async def _trigger_status(
+        self, request: Request, kind: str
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The job and its ``kind`` trigger's result (None while in progress); Flink's 404
+        for an unknown trigger, a 500 with the cause when it failed."""
+        job_id, trigger = _job_id(request), request.path_params["triggerid"].lower()
+        unknown = f"There is no {kind} operation with triggerId={trigger[:64]} for job {job_id}."
+        result = await self._trigger(job_id, trigger, unknown)
+        if not result.done:
+            return job_id, None
+        if not result.ok:
+            raise FlinkError(500, f"The {kind} of job {job_id} failed: {result.error}")
+        return job_id, result.result
 
     async def _trigger(self, job_id: str, trigger: str, unknown: str) -> TriggerResult:
         if not is_trigger_id(trigger):
