@@ -1,8 +1,8 @@
 """Flink's command lines with Flink's meaning, lines and exit statuses (no Spark).
 
 Each test runs the real ``flinkish`` entry point in-process against a real registry on disk
-whose job is answered by :class:`~tests.cli.fake_driver.FakeDriver` (a driver reduced to its
-control channel), and checks what the command printed, its exit status, and the request
+whose job is answered by :class:`~tests.fixtures.fake_driver.FakeDriver` (a driver reduced to
+its control channel), and checks what the command printed, its exit status, and the request
 the job received. The same command lines run against live Spark jobs in
 ``test_flink_conformance.py``.
 """
@@ -23,7 +23,7 @@ from flinkish_cli.cli.options import VERBOSE
 from flinkish_cli.registry.control import DETACHED_TTL, ControlChannel, ControlRequest
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.registry.store import JobRegistry
-from tests.cli.fake_driver import FakeDriver
+from tests.fixtures.fake_driver import FakeDriver
 
 JOB = "3f9c12ab45cd67ef89013f9c12ab45cd"
 OTHER = "0badc0ffee0badc0ffee0badc0ffee00"

@@ -18,7 +18,7 @@ from flinkish_cli.registry.protocol import (
     command_of,
 )
 from flinkish_cli.registry.status import JobState
-from tests.cli.fake_driver import BATCHES, FakeDriver
+from tests.fixtures.fake_driver import BATCHES, FakeDriver
 
 JOB = "3f2a9c0d1e4b5a6978c1d2e3f4a5b6c7"
 

@@ -5,6 +5,8 @@ The server is started once for the module by ``scripts/start-cluster.sh --sessio
 Connect client under the same runtime as a fresh driver: the savepoint cycle resumes exactly
 once across an upgrade, a killed client is restarted by its supervisor, two jobs keep their
 own settings, and what Spark Connect cannot do (rescaling state offline) is refused clearly.
+Apache Flink's own CLI lists, savepoints, stops and cancels session-cluster jobs through
+``flinkish web``.
 """
 
 from __future__ import annotations
@@ -119,8 +121,11 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
         ),
         "a periodic savepoint after the client's restart",
     )
-    taken = env.run("savepoint", job_id, check=True)
+    with running_web(env) as web:  # Apache Flink's CLI takes a savepoint (state.savepoints.dir)
+        taken = run_flink(flink, "savepoint", "-m", web.address, job_id)
+    assert taken.returncode == 0, taken
     savepoint = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
+    assert savepoint.startswith(f"{env.savepoints}/savepoint-{job_id[:6]}-")
 
     # CI upgrades the job in the session cluster (the same program, as a redeploy would),
     # with an older script's -m: the Connect server's own host:port, which still works
@@ -134,8 +139,10 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     write_events(inputs, rows[9:10])
     _wait(lambda: len(committed_rows(output / "raw")) >= 10, "the upgraded job goes on")
 
-    stopped = env.run("stop", "--drain", new_id, check=True)
-    assert SAVEPOINT.search(stopped.stdout)
+    with running_web(env) as web:  # and stops the upgraded job, draining it
+        stopped = run_flink(flink, "stop", "--drain", "-m", web.address, new_id)
+    assert stopped.returncode == 0, stopped
+    assert f'Draining job "{new_id}" with a CANONICAL savepoint.' in stopped.stdout
     assert env.job(new_id)["state"] == "FINISHED"
     final_savepoint = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
     assert savepoint != final_savepoint
@@ -235,7 +242,7 @@ def _assert_no_query_left(probe: Path, connect_server: str, session: str) -> Non
 
 
 def test_a_dead_client_leaves_no_query_running_in_the_cluster(
-    flinkish_env: FlinkishEnv, connect_server: str
+    flinkish_env: FlinkishEnv, connect_server: str, flink: Any
 ) -> None:
     """A job's queries live in its session on the server, not in its client: when the
     client dies and the job ends FAILED, its supervisor stops them."""
@@ -257,10 +264,14 @@ def test_a_dead_client_leaves_no_query_running_in_the_cluster(
     probe.write_text(ACTIVE_QUERIES)
     _assert_no_query_left(probe, connect_server, session)
 
-    # cancel, as in any cluster: the job is CANCELED and its queries are gone from the server
+    # cancel (here from Apache Flink's CLI), as in any cluster: the job is CANCELED and its
+    # queries are gone from the server
     started = env.run("run", "-d", "-m", connect_server, *args, check=True)
     job_id = job_id_of(started.stdout)
     session = _status(env, job_id)["connect_session"]
-    assert "Cancelled job" in env.run("cancel", job_id, check=True).stdout
+    with running_web(env) as web:
+        cancelled = run_flink(flink, "cancel", "-m", web.address, job_id)
+    assert cancelled.returncode == 0, cancelled
+    assert f"Cancelled job {job_id}." in cancelled.stdout
     _wait(lambda: _status(env, job_id)["state"] == "CANCELED", "CANCELED")
     _assert_no_query_left(probe, connect_server, session)

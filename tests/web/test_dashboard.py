@@ -27,7 +27,7 @@ from flinkish_cli.registry.control import ControlChannel, ControlRequest, Contro
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord, SavepointState, Trigger
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
-from tests.fixtures.browser import chromium
+from tests.fixtures.browser import chromium, open_dashboard
 from tests.fixtures.flinkish_env import FlinkishEnv
 from tests.fixtures.web_server import WebServer, running_web
 
@@ -129,19 +129,12 @@ def _wait(browser: Any, timeout: float = 30) -> WebDriverWait:
     return WebDriverWait(browser, timeout)
 
 
-def _open(browser: Any, url: str) -> None:
-    """Load ``url`` afresh (not only its #view) and wait for its first refresh."""
-    browser.get("about:blank")
-    browser.get(url)
-    _wait(browser).until(ec.text_to_be_present_in_element((By.ID, "refreshed"), "updated"))
-
-
 def _text(browser: Any, css: str) -> str:
     return browser.find_element(By.CSS_SELECTOR, css).text
 
 
 def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: Any) -> None:
-    _open(browser, web.url + "/")
+    open_dashboard(browser, web.url + "/")
     row = _text(browser, f"tr[data-jid='{RUNNING}']")
     assert "orders-pipeline" in row and "RUNNING" in row
     assert "25m" in row, "uptime: started 25 minutes ago"
@@ -159,7 +152,7 @@ def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: A
 
 
 def test_a_jobs_page_charts_its_series(web: WebServer, browser: Any) -> None:
-    _open(browser, f"{web.url}/#/job/{RUNNING}/overview")
+    open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/overview")
     _wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#chart-lag .uplot")))
     header = _text(browser, "main")
     assert "orders-pipeline" in header and "Restarts\n1" in header and OLD in header
@@ -178,7 +171,7 @@ def test_a_jobs_page_charts_its_series(web: WebServer, browser: Any) -> None:
 def test_a_jobs_checkpoints_savepoints_exceptions_and_configuration(
     web: WebServer, browser: Any
 ) -> None:
-    _open(browser, f"{web.url}/#/job/{RUNNING}/checkpoints")
+    open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/checkpoints")
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "History"))
     rows = browser.find_elements(By.CSS_SELECTOR, "main table tbody tr")
     assert len(rows) == 10, "web.checkpoints.history rows"
@@ -200,7 +193,7 @@ def test_a_jobs_checkpoints_savepoints_exceptions_and_configuration(
 def test_the_page_updates_by_itself(
     web: WebServer, browser: Any, registry_env: FlinkishEnv
 ) -> None:
-    _open(browser, f"{web.url}/#/job/{RUNNING}/checkpoints")
+    open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/checkpoints")
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "History"))
     registry = JobRegistry.open(str(registry_env.checkpoints))
     status = registry.get(RUNNING)
@@ -216,7 +209,7 @@ def test_cancel_from_the_page_reaches_the_job(
 ) -> None:
     """The button sends Flink's cancel; here the test answers as the job's driver would
     (through the registry's control channel), since the job has no driver."""
-    _open(browser, f"{web.url}/#/job/{RUNNING}/overview")
+    open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/overview")
     _wait(browser).until(ec.element_to_be_clickable((By.ID, "cancel-job"))).click()
     _wait(browser).until(ec.alert_is_present()).accept()
     channel = ControlChannel(JobRegistry.open(str(registry_env.checkpoints)), RUNNING)
@@ -233,7 +226,7 @@ def test_stop_with_a_savepoint_from_the_page_shows_where_it_is(
 ) -> None:
     """Flink's stop (POST /jobs/:jobid/stop) with the directory typed in, then its trigger
     polled until the savepoint's path is there; the test answers as the driver."""
-    _open(browser, f"{web.url}/#/job/{RUNNING}/overview")
+    open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/overview")
     target = str(tmp_path / "from-the-page")
     _wait(browser).until(ec.element_to_be_clickable((By.ID, "savepoint-dir"))).send_keys(target)
     browser.find_element(By.ID, "stop-job").click()
@@ -254,9 +247,9 @@ def test_stop_with_a_savepoint_from_the_page_shows_where_it_is(
 
 
 def test_job_text_is_shown_never_run(web: WebServer, browser: Any) -> None:
-    _open(browser, web.url + "/#/overview")
+    open_dashboard(browser, web.url + "/#/overview")
     assert HOSTILE_NAME in _text(browser, f"tr[data-jid='{HOSTILE}']")
-    _open(browser, f"{web.url}/#/job/{HOSTILE}/exceptions")
+    open_dashboard(browser, f"{web.url}/#/job/{HOSTILE}/exceptions")
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "<b>Runtime"))
     assert "<script>window.pwned=2</script>" in _text(browser, "main")
     assert browser.execute_script("return window.pwned === undefined")
@@ -264,7 +257,7 @@ def test_job_text_is_shown_never_run(web: WebServer, browser: Any) -> None:
 
 
 def test_offline_and_on_a_laptop_screen(web: WebServer, browser: Any) -> None:
-    _open(browser, f"{web.url}/#/job/{RUNNING}/overview")
+    open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/overview")
     _wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#chart-rates .uplot")))
     fetched = browser.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)"
