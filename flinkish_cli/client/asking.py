@@ -159,7 +159,7 @@ def _wait(
             return response
         status = registry.find(job_id)
         if status is not None and status.effective_state().is_terminal:
-            late = _late_response(channel, request.request_id)
+            late = late_response(channel, request.request_id)
             if late is not None:  # answered as it ended (a stop ends the job right after)
                 return late
             raise JobError(
@@ -184,8 +184,9 @@ def _wait(
     return None
 
 
-def _late_response(channel: ControlChannel, request_id: str) -> ControlResponse | None:
-    """A response written just as the job ended (the status may be written first)."""
+def late_response(channel: ControlChannel, request_id: str) -> ControlResponse | None:
+    """A response written just as the job ended (the status may be written first): read
+    again for a moment once the job is seen ended, before concluding it never answered."""
     for _ in range(LATE_POLLS):
         response = channel.response(request_id)
         if response is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.asking import (
     ask,
+    late_response,
     refused_end,
     require_running,
     send_detached,
@@ -308,15 +309,17 @@ class JobClient:
         job_id = parse_job_id(job_id)
         channel = ControlChannel(self.registry, job_id)
         response = channel.response(trigger_id)
-        if response is not None:
-            return TriggerResult(True, response.ok, dict(response.result), response.error)
-        if channel.state_of(trigger_id) is None:
-            return None
-        status = self.registry.find(job_id)
-        if status is not None and status.effective_state().is_terminal:  # never answered now
-            state = status.effective_state().value
-            return TriggerResult(True, False, error=f"Job {job_id} ended {state} first.")
-        return TriggerResult(False)
+        if response is None:
+            if channel.state_of(trigger_id) is None:
+                return None
+            status = self.registry.find(job_id)
+            if status is None or not status.effective_state().is_terminal:
+                return TriggerResult(False)
+            response = late_response(channel, trigger_id)  # answered as it ended?
+            if response is None:
+                state = status.effective_state().value
+                return TriggerResult(True, False, error=f"Job {job_id} ended {state} first.")
+        return TriggerResult(True, response.ok, dict(response.result), response.error)
 
     def checkpoint(self, job_id: str) -> CheckpointDone:
         """Wait for the job's next completed checkpoint (a committed batch of every query)."""

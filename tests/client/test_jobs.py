@@ -67,6 +67,27 @@ def test_stop_with_a_savepoint_ends_the_job_finished(
     assert outcome.state is JobState.FINISHED and outcome.ended_as(JobState.FINISHED) is None
 
 
+def test_a_trigger_answered_as_its_job_ends_is_read_as_answered(
+    client: JobClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A driver answers a stop, then records its end. A poll that finds no answer yet and then
+    finds the job ended reads the answer again, rather than reporting that the job ended
+    before answering (a race a registry on S3, with its slower reads, made visible)."""
+    driver = FakeDriver(client.registry, JOB, answer=False)
+    trigger = client.stop_detached(JOB, None, drain=False)
+    find = client.registry.find
+
+    def the_driver_answers_and_ends_meanwhile(job_id: str):
+        driver.answer_pending()
+        return find(job_id)
+
+    monkeypatch.setattr(client.registry, "find", the_driver_answers_and_ends_meanwhile)
+    result = client.trigger_result(JOB, trigger)
+    assert result is not None and result.done and result.ok, result
+    assert result.result["path"].startswith(str(tmp_path / "sp" / "savepoint-3f2a9c-"))
+    assert client.registry.get(JOB).state is JobState.FINISHED
+
+
 def test_cancel_returns_the_final_status(client: JobClient, driver: FakeDriver) -> None:
     assert client.cancel(JOB).effective_state() is JobState.CANCELED
     with pytest.raises(JobError, match=f"Cannot cancel job {JOB}: it is CANCELED"):

@@ -1,16 +1,17 @@
 """Apache Flink's own CLI (``bin/flink`` from the ``apache-flink`` wheel, in a virtual
 environment of its own) drives flinkish jobs through ``flinkish web``: ``list``,
-``savepoint``, ``checkpoint``, ``stop --savepointPath`` and ``cancel`` with ``-m host:port``,
-with Flink's output lines and exit statuses: real Spark jobs with their registry on local
-disk (every row reaches the file sink once; one of them is stopped with a savepoint from the
-dashboard, in a real browser), and jobs whose registry is on S3 (a moto server
-over HTTP). Session-cluster jobs: ``tests/runtime/test_session_cluster.py``.
+``savepoint`` (and ``-d``), ``checkpoint``, ``stop --savepointPath`` and ``cancel`` with
+``-m host:port``, with Flink's output lines and exit statuses: real Spark jobs with their
+registry on local disk (every row reaches the file sink once; one of them is stopped with a
+savepoint from the dashboard, in a real browser), and jobs whose registry is on S3 (a moto
+server over HTTP). Session-cluster jobs: ``tests/runtime/test_session_cluster.py``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,11 @@ SAVEPOINT = re.compile(r"^Savepoint completed\. Path: (\S+)$", re.MULTILINE)
 _flink = run_flink
 
 
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    """What Flink's CLI printed, whole (its exceptions are long), for a failed assertion."""
+    return f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+
+
 @pytest.mark.spark
 def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
     flinkish_env: FlinkishEnv, flink
@@ -45,14 +51,14 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         m = ("-m", web.address)
 
         listed = _flink(flink, "list", *m)
-        assert listed.returncode == 0, listed
+        assert listed.returncode == 0, _said(listed)
         assert "------------------ Running/Restarting Jobs -------------------" in listed.stdout
         assert re.search(rf"^\d\d\.\d\d\.\d{{4}} \d\d:\d\d:\d\d : {job} : counts_job \(RUNNING\)$",
                          listed.stdout, re.M), listed.stdout  # fmt: skip
 
         target = env.root / "flink-savepoints"
         taken = _flink(flink, "savepoint", *m, job, str(target))
-        assert taken.returncode == 0, taken
+        assert taken.returncode == 0, _said(taken)
         first = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
         assert first.startswith(f"{target}/savepoint-{job[:6]}-")
         assert (Path(first) / "_metadata").is_file()
@@ -61,7 +67,7 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         cycle.add_input(1)
         cycle.wait_until_all_processed()
         stopped = _flink(flink, "stop", *m, "--savepointPath", str(target), job)
-        assert stopped.returncode == 0, stopped
+        assert stopped.returncode == 0, _said(stopped)
         assert f'Suspending job "{job}" with a CANONICAL savepoint.' in stopped.stdout
         final = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
         env.wait_for_state(job, ["FINISHED"])
@@ -75,11 +81,19 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         refused = _flink(flink, "savepoint", *m, job)
         assert refused.returncode == 1 and "it is FINISHED" in refused.stdout + refused.stderr
 
+        disposed = _flink(flink, "savepoint", "-d", first, *m)  # POST /savepoint-disposal
+        assert disposed.returncode == 0, _said(disposed)
+        assert f"Savepoint '{first}' disposed." in disposed.stdout
+        assert not Path(first).exists()
+        not_one = _flink(flink, "savepoint", "-d", str(env.root), *m)
+        assert not_one.returncode == 1, not_one
+        assert "not a savepoint" in not_one.stdout + not_one.stderr
+
         cycle.add_input(1)
         resumed = cycle.start("-s", final)
         cycle.wait_until_all_processed()
         checkpointed = _flink(flink, "checkpoint", *m, resumed)
-        assert checkpointed.returncode == 0, checkpointed
+        assert checkpointed.returncode == 0, _said(checkpointed)
         assert re.search(
             rf"^Checkpoint \d+ for job {resumed} completed\.$", checkpointed.stdout, re.M
         )
@@ -90,11 +104,12 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         last = cycle.start("-s", from_page)
         cycle.wait_until_all_processed()
         cancelled = _flink(flink, "cancel", *m, last)
-        assert cancelled.returncode == 0, cancelled
+        assert cancelled.returncode == 0, _said(cancelled)
         assert f"Cancelled job {last}." in cancelled.stdout
         env.wait_for_state(last, ["CANCELED"])
-    history = env.run("savepoint", "list", job, "--output", "json", check=True).stdout
-    assert first in history and final in history
+    listed = env.run("savepoint", "list", job, "--output", "json", check=True).stdout
+    history = {r["path"]: r["state"] for r in json.loads(listed)["savepoints"]}
+    assert history[first] == "DISPOSED" and history[final] == "COMPLETED"
     assert from_page in env.run("savepoint", "list", resumed, "--output", "json").stdout
     cycle.check_exactly_once()
 
@@ -135,20 +150,20 @@ def test_flinks_cli_over_a_registry_on_s3(flinkish_env: FlinkishEnv, flink, s3_s
         with running_web(env) as web:
             m = ("-m", web.address)
             listed = _flink(flink, "list", *m)
-            assert listed.returncode == 0, listed
+            assert listed.returncode == 0, _said(listed)
             for job in (stopped_id, cancelled_id):
                 assert re.search(rf" : {job} : counts_job \(RUNNING\)$", listed.stdout, re.M)
 
             taken = _flink(flink, "savepoint", *m, stopped_id, f"{s3_bucket}/flink-savepoints")
-            assert taken.returncode == 0, taken
+            assert taken.returncode == 0, _said(taken)
             path = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
             assert path.startswith(f"{s3_bucket}/flink-savepoints/savepoint-5a5a5a-")
             default = _flink(flink, "savepoint", *m, stopped_id)  # state.savepoints.dir
-            assert default.returncode == 0, default
+            assert default.returncode == 0, _said(default)
             assert f"Path: {s3_bucket}/savepoints/savepoint-5a5a5a-" in default.stdout
 
             stopped = _flink(flink, "stop", *m, "--savepointPath", f"{s3_bucket}/last", stopped_id)
-            assert stopped.returncode == 0, stopped
+            assert stopped.returncode == 0, _said(stopped)
             assert f'Suspending job "{stopped_id}" with a CANONICAL savepoint.' in stopped.stdout
             assert f"Path: {s3_bucket}/last/savepoint-5a5a5a-" in stopped.stdout
             asked = [(r.action, r.args.get("target")) for r in stopping.requests]
@@ -159,7 +174,7 @@ def test_flinks_cli_over_a_registry_on_s3(flinkish_env: FlinkishEnv, flink, s3_s
             ]
 
             cancelled = _flink(flink, "cancel", *m, cancelled_id)
-            assert cancelled.returncode == 0, cancelled
+            assert cancelled.returncode == 0, _said(cancelled)
             assert f"Cancelled job {cancelled_id}." in cancelled.stdout
             assert [r.action for r in cancelling.requests] == ["cancel"]
             unknown = _flink(flink, "cancel", *m, "0f" * 16)
