@@ -94,9 +94,7 @@ def resolve_deployment(
     if target is None:
         target = implied if implied is not None else configured_target or LOCAL
     if master is None:
-        master = _default_master(target, configured_master, session_address)
-        from_session = master != configured_master and master == f"sc://{session_address}"
-        endpoint = session_address if from_session else None
+        master, endpoint = _default_master(target, configured_master, session_address)
     _check_pair(target, master)
     if master.startswith("sc://"):
         return Deployment(target=target, master=master, deploy_mode="session", endpoint=endpoint)
@@ -137,23 +135,27 @@ def _target_of_master(master: str) -> str:
     return K8S_APPLICATION
 
 
-def _default_master(target: str, configured_master: str, session: str | None) -> str:
+def _default_master(
+    target: str, configured_master: str, session: str | None
+) -> tuple[str, str | None]:
+    """The master when ``-m`` names none, and the REST endpoint to ask for it when it comes
+    from ``rest.address``/``rest.port`` (``session``)."""
     if target == LOCAL:
-        return configured_master if configured_master.startswith("local") else "local[*]"
+        return configured_master if configured_master.startswith("local") else "local[*]", None
     if target == REMOTE:
         if configured_master.startswith(("spark://", "sc://")):
-            return configured_master
+            return configured_master, None
         if session:
-            return f"sc://{session}"  # the REST endpoint's address: resolve_deployment marks it
+            return f"sc://{session}", session  # until the endpoint names its Connect server
         raise UsageError(
             "Target 'remote' needs the address of a session cluster or a Spark master.",
             "Pass -m host:port (a session cluster, or set rest.address and rest.port), or "
             "-m spark://host:port (a Spark standalone master).",
         )
     if target in (YARN_SESSION, YARN_APPLICATION):
-        return "yarn"
+        return "yarn", None
     if configured_master.startswith("k8s://"):
-        return configured_master
+        return configured_master, None
     raise UsageError(
         f"Target '{target}' needs the Kubernetes API server.",
         "Pass -m k8s://https://<api-server>:<port>, or set spark.master in the configuration.",

@@ -63,9 +63,6 @@ class RunRequest:
     #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
     upgraded_from: str | None = None
     rolled_back: bool = False
-    #: what the user should know of how the job was placed (e.g. an address in its old
-    #: meaning); the caller shows them
-    notices: list[str] = field(default_factory=list)
 
     def config_flags(self) -> dict[str, str]:
         """The configuration keys that this request's flags set (they win over -D); which
@@ -102,6 +99,9 @@ class PreparedJob:
     kept_files: list[Path] = field(default_factory=list)
     upgraded_from: str | None = None
     rolled_back: bool = False
+    #: what the user should know of how the job was placed (e.g. an address in its old
+    #: meaning); the caller shows them
+    notices: list[str] = field(default_factory=list)
 
     def discard(self) -> None:
         """Remove what preparing wrote (nothing else was touched)."""

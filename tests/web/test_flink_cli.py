@@ -31,9 +31,6 @@ from tests.fixtures.web_server import WebServer, running_web
 SAVEPOINT = re.compile(r"^Savepoint completed\. Path: (\S+)$", re.MULTILINE)
 
 
-_flink = run_flink
-
-
 def _said(done: subprocess.CompletedProcess[str]) -> str:
     """What Flink's CLI printed, whole (its exceptions are long), for a failed assertion."""
     return f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
@@ -50,14 +47,14 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
     with running_web(env) as web:
         m = ("-m", web.address)
 
-        listed = _flink(flink, "list", *m)
+        listed = run_flink(flink, "list", *m)
         assert listed.returncode == 0, _said(listed)
         assert "------------------ Running/Restarting Jobs -------------------" in listed.stdout
         assert re.search(rf"^\d\d\.\d\d\.\d{{4}} \d\d:\d\d:\d\d : {job} : counts_job \(RUNNING\)$",
                          listed.stdout, re.M), listed.stdout  # fmt: skip
 
         target = env.root / "flink-savepoints"
-        taken = _flink(flink, "savepoint", *m, job, str(target))
+        taken = run_flink(flink, "savepoint", *m, job, str(target))
         assert taken.returncode == 0, _said(taken)
         first = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
         assert first.startswith(f"{target}/savepoint-{job[:6]}-")
@@ -66,7 +63,7 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
 
         cycle.add_input(1)
         cycle.wait_until_all_processed()
-        stopped = _flink(flink, "stop", *m, "--savepointPath", str(target), job)
+        stopped = run_flink(flink, "stop", *m, "--savepointPath", str(target), job)
         assert stopped.returncode == 0, _said(stopped)
         assert f'Suspending job "{job}" with a CANONICAL savepoint.' in stopped.stdout
         final = SAVEPOINT.search(stopped.stdout).group(1)  # type: ignore[union-attr]
@@ -75,24 +72,24 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         kept = json.loads((env.checkpoints / job / "_flinkish" / "series.json").read_text())
         drawn = web.get(f"/flinkish/jobs/{job}/series").json()
         assert kept["queries"]["counts"] and kept["queries"] == drawn["queries"]
-        everything = _flink(flink, "list", "-a", *m)
+        everything = run_flink(flink, "list", "-a", *m)
         assert re.search(rf" : {job} : counts_job \(FINISHED\)$", everything.stdout, re.M)
 
-        refused = _flink(flink, "savepoint", *m, job)
+        refused = run_flink(flink, "savepoint", *m, job)
         assert refused.returncode == 1 and "it is FINISHED" in refused.stdout + refused.stderr
 
-        disposed = _flink(flink, "savepoint", "-d", first, *m)  # POST /savepoint-disposal
+        disposed = run_flink(flink, "savepoint", "-d", first, *m)  # POST /savepoint-disposal
         assert disposed.returncode == 0, _said(disposed)
         assert f"Savepoint '{first}' disposed." in disposed.stdout
         assert not Path(first).exists()
-        not_one = _flink(flink, "savepoint", "-d", str(env.root), *m)
+        not_one = run_flink(flink, "savepoint", "-d", str(env.root), *m)
         assert not_one.returncode == 1, not_one
         assert "not a savepoint" in not_one.stdout + not_one.stderr
 
         cycle.add_input(1)
         resumed = cycle.start("-s", final)
         cycle.wait_until_all_processed()
-        checkpointed = _flink(flink, "checkpoint", *m, resumed)
+        checkpointed = run_flink(flink, "checkpoint", *m, resumed)
         assert checkpointed.returncode == 0, _said(checkpointed)
         assert re.search(
             rf"^Checkpoint \d+ for job {resumed} completed\.$", checkpointed.stdout, re.M
@@ -103,7 +100,7 @@ def test_flinks_cli_lists_savepoints_stops_and_cancels_flinkish_jobs(
         cycle.add_input(1)
         last = cycle.start("-s", from_page)
         cycle.wait_until_all_processed()
-        cancelled = _flink(flink, "cancel", *m, last)
+        cancelled = run_flink(flink, "cancel", *m, last)
         assert cancelled.returncode == 0, _said(cancelled)
         assert f"Cancelled job {last}." in cancelled.stdout
         env.wait_for_state(last, ["CANCELED"])
@@ -149,20 +146,22 @@ def test_flinks_cli_over_a_registry_on_s3(flinkish_env: FlinkishEnv, flink, s3_s
     try:
         with running_web(env) as web:
             m = ("-m", web.address)
-            listed = _flink(flink, "list", *m)
+            listed = run_flink(flink, "list", *m)
             assert listed.returncode == 0, _said(listed)
             for job in (stopped_id, cancelled_id):
                 assert re.search(rf" : {job} : counts_job \(RUNNING\)$", listed.stdout, re.M)
 
-            taken = _flink(flink, "savepoint", *m, stopped_id, f"{s3_bucket}/flink-savepoints")
+            taken = run_flink(flink, "savepoint", *m, stopped_id, f"{s3_bucket}/flink-savepoints")
             assert taken.returncode == 0, _said(taken)
             path = SAVEPOINT.search(taken.stdout).group(1)  # type: ignore[union-attr]
             assert path.startswith(f"{s3_bucket}/flink-savepoints/savepoint-5a5a5a-")
-            default = _flink(flink, "savepoint", *m, stopped_id)  # state.savepoints.dir
+            default = run_flink(flink, "savepoint", *m, stopped_id)  # state.savepoints.dir
             assert default.returncode == 0, _said(default)
             assert f"Path: {s3_bucket}/savepoints/savepoint-5a5a5a-" in default.stdout
 
-            stopped = _flink(flink, "stop", *m, "--savepointPath", f"{s3_bucket}/last", stopped_id)
+            stopped = run_flink(
+                flink, "stop", *m, "--savepointPath", f"{s3_bucket}/last", stopped_id
+            )
             assert stopped.returncode == 0, _said(stopped)
             assert f'Suspending job "{stopped_id}" with a CANONICAL savepoint.' in stopped.stdout
             assert f"Path: {s3_bucket}/last/savepoint-5a5a5a-" in stopped.stdout
@@ -173,14 +172,14 @@ def test_flinks_cli_over_a_registry_on_s3(flinkish_env: FlinkishEnv, flink, s3_s
                 ("stop", f"{s3_bucket}/last"),
             ]
 
-            cancelled = _flink(flink, "cancel", *m, cancelled_id)
+            cancelled = run_flink(flink, "cancel", *m, cancelled_id)
             assert cancelled.returncode == 0, _said(cancelled)
             assert f"Cancelled job {cancelled_id}." in cancelled.stdout
             assert [r.action for r in cancelling.requests] == ["cancel"]
-            unknown = _flink(flink, "cancel", *m, "0f" * 16)
+            unknown = run_flink(flink, "cancel", *m, "0f" * 16)
             assert unknown.returncode == 1 and "0f" * 16 in unknown.stdout + unknown.stderr
 
-            everything = _flink(flink, "list", "-a", *m)
+            everything = run_flink(flink, "list", "-a", *m)
             assert re.search(
                 rf" : {stopped_id} : counts_job \(FINISHED\)$", everything.stdout, re.M
             )
