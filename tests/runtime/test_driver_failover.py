@@ -219,7 +219,12 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
         else:
             assert savepoint.returncode == 1, f"{out}\n{err}"
             assert "Traceback" not in err and err.strip(), err
-            assert info.returncode == 1, f"a half-written savepoint validates: {leftovers[0]}"
+            if info.returncode == 0:  # whole, but its driver died before it could answer (as a
+                # JobManager may die after a savepoint completed): the driver had finished it
+                log = job.env.run("logs", job_id, check=True).stdout
+                assert f"Savepoint completed: {leftovers[0]}" in log, (
+                    f"a half-written savepoint validates: {leftovers[0]}"
+                )
         job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
 
     # all input processed, then a clean stop; the output is exactly once
