@@ -19,7 +19,9 @@
 #   --cores N                FLINKISH_WORKER_CORES        2
 #   --memory M               FLINKISH_WORKER_MEMORY       2g
 #   --timeout SECONDS        FLINKISH_CLUSTER_TIMEOUT     90 (wait until the cluster answers)
-#   --rest-port P            FLINKISH_REST_PORT           8081 (flinkish web; 0: any free port)
+#   --rest-port P            FLINKISH_REST_PORT           the configuration's rest.bind-port, else
+#                                                         rest.port, else 8081 (flinkish web; a
+#                                                         list or range: the first free; 0: any)
 #   --no-web                 do not start flinkish web
 # Session cluster (--session):
 #   --session-port P         FLINKISH_SESSION_PORT        15002 (Spark Connect's gRPC port)
@@ -50,7 +52,7 @@ master_port=${FLINKISH_MASTER_PORT:-7077}
 master_webui_port=${FLINKISH_MASTER_WEBUI_PORT:-8080}
 worker_port=${FLINKISH_WORKER_PORT:-0}
 worker_webui_port=${FLINKISH_WORKER_WEBUI_PORT:-8082}
-rest_port=${FLINKISH_REST_PORT:-8081}
+rest_port=${FLINKISH_REST_PORT:-}
 web=1
 cores=${FLINKISH_WORKER_CORES:-2}
 memory=${FLINKISH_WORKER_MEMORY:-2g}
@@ -117,9 +119,12 @@ if [ -n "$java_major" ] && [ "$java_major" -lt 17 ]; then
 fi
 
 for value in "$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port" "$cores" \
-  "$timeout" "$session_port" "$session_webui_port" "$rest_port" ${slots:+"$slots"}; do
+  "$timeout" "$session_port" "$session_webui_port" ${slots:+"$slots"}; do
   [[ "$value" =~ ^[0-9]+$ ]] || die "'$value' is not a number (ports, cores, slots and timeout are numbers)"
 done
+if [ -n "$rest_port" ] && ! [[ "$rest_port" =~ ^[0-9]+([[:space:]]*[-,][[:space:]]*[0-9]+)*$ ]]; then
+  die "--rest-port '$rest_port' is not a port, a list (50100,50101) or a range (50100-50200)"
+fi
 [[ "$memory" =~ ^[0-9]+[kKmMgGtT]?$ ]] || die "worker memory '$memory' is not like 512m or 2g"
 if [ $session = 1 ]; then
   if [ "$session_port" -lt 1 ] || [ "$session_port" -gt 65535 ]; then
@@ -211,8 +216,8 @@ done
 rm -f "$dir/connect.url" "$dir/web.url"
 
 ports=()
-if [ $web = 1 ]; then
-  ports+=("$rest_port")
+if [ $web = 1 ] && [[ "$rest_port" =~ ^[0-9]+$ ]]; then
+  ports+=("$rest_port")  # a list or a range, or the configuration's: flinkish web checks them
 fi
 if [ $standalone = 1 ]; then
   ports+=("$master_port" "$master_webui_port" "$worker_port" "$worker_webui_port")
@@ -444,7 +449,8 @@ if [ $web = 1 ]; then
   # flinkish web, in a process group of its own like the daemons; it reads the configuration
   # as flinkish does (--conf-dir, FLINK_CONF_DIR, ./conf) and is told the session cluster.
   # Not fatal: a cluster without its dashboard still runs jobs (the warning says why).
-  web_args=(web -D "rest.bind-port=$rest_port")
+  web_args=(web)
+  [ -z "$rest_port" ] || web_args+=(-D "rest.bind-port=$rest_port")
   [ -z "$conf_dir" ] || web_args+=(--conf-dir "$conf_dir")
   [ $session = 0 ] || web_args+=(-D "flinkish.web.session-cluster=sc://127.0.0.1:$session_port")
   if ! "$python" -c 'import flinkish_cli.web.app' 2>/dev/null; then

@@ -176,6 +176,10 @@ class JobClient:
         """Every job, newest first, and the jobs whose status could not be read."""
         return self.registry.scan()
 
+    def find(self, job_id: str) -> JobStatus | None:
+        """The job's status; None when the registry has no such job."""
+        return self.registry.find(parse_job_id(job_id))
+
     def log(
         self, job_id: str, follow: bool = False, last_lines: int | None = None
     ) -> Iterator[str]:

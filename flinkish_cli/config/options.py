@@ -38,6 +38,7 @@ from flinkish_cli.config.valuetypes import (
     Int,
     List,
     Memory,
+    PortList,
     Schedule,
     Str,
     Uri,
@@ -523,21 +524,25 @@ OPTIONS: tuple[Option, ...] = (
         "rest.address",
         Str(),
         E,
-        "Host of the cluster's REST endpoint (flinkish web, as Flink's JobManager) that "
-        "target 'remote' asks for its session cluster (run -m host:port wins); started by "
-        "scripts/start-cluster.sh --session.",
+        "Host that clients use to reach the cluster's REST endpoint (flinkish web, as "
+        "Flink's JobManager): target 'remote' asks it for its session cluster (run -m "
+        "host:port wins), and flinkish web answers requests addressed to this name "
+        "(besides its bind address, localhost and loopback; more in "
+        "flinkish.web.allowed-hosts). Started by scripts/start-cluster.sh --session.",
         RUNTIME,
     ),
     Option(
         "rest.port",
-        Int(),
+        PortList(),
         E,
-        "Port of the cluster's REST endpoint (flinkish web). It used to name "
+        "Port of the cluster's REST endpoint (flinkish web) that clients connect to, and "
+        "where flinkish web binds when rest.bind-port is not set (as in Flink; a list or a "
+        "range is tried in order there, and clients use its first port). It used to name "
         "the Spark Connect server's port: such an address still works, with a notice to "
         "name the server as -m sc://host:port.",
         RUNTIME,
         default="8081",
-        check=Check(lambda v: 1 <= v <= 65535, "a port from 1 to 65535"),
+        check=Check(lambda v: v.first >= 1, "a port from 1 to 65535 first"),
     ),
     Option(
         "execution.attached",
@@ -715,12 +720,62 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "rest.bind-port",
+        PortList(),
+        MO,
+        "Port flinkish web binds to: a port, a list (50100,50101) or a range (50100-50200), "
+        "the first free one taken; 0 is any free port. Not set: rest.port, as in Flink.",
+        RUNTIME,
+        default_fn=lambda config: config.get("rest.port"),
+        default_doc="rest.port",
+    ),
+    Option(
+        "flinkish.web.allowed-hosts",
+        List(","),
+        MO,
+        "Further host names flinkish web answers to (the Host header), besides its bind "
+        "address, rest.address, localhost and loopback addresses: the names users reach it "
+        "by when it is bound beyond loopback. Others get 421 (a DNS-rebinding page's name).",
+        RUNTIME,
+        default="",
+    ),
+    Option(
+        "web.access-control-allow-origin",
+        Str(),
+        MO,
+        "Flink's CORS key: the Access-Control-Allow-Origin header flinkish web sends, for "
+        "a page of another origin that should read the REST API. Not set: no CORS header "
+        "(Flink's default is *). An origin named here (not *) may also cancel, stop and "
+        "take savepoints; * only lets other origins read.",
+        RUNTIME,
+    ),
+    Option(
+        "flinkish.web.header-timeout",
+        Duration(),
+        MO,
+        "How long flinkish web waits for a request's line and headers before it closes the "
+        "connection (slow clients).",
+        RUNTIME,
+        default="10 s",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "flinkish.web.body-timeout",
+        Duration(),
+        MO,
+        "How long flinkish web waits for a request's body (408 after).",
+        RUNTIME,
+        default="30 s",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "flinkish.web.max-connections",
         Int(),
         MO,
-        "Port flinkish web binds to (Flink's REST port; rest.port is where clients reach it).",
+        "Open connections flinkish web keeps at most; past it, the connection waiting "
+        "longest for its request's headers is closed first.",
         RUNTIME,
-        default="8081",
-        check=Check(lambda v: 0 <= v <= 65535, "a port from 0 (any free port) to 65535"),
+        default="512",
+        check=at_least(1, "a number of connections"),
     ),
     Option(
         "flinkish.web.session-cluster",

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 __all__ = [
@@ -22,6 +24,8 @@ __all__ = [
     "MAX_BYTES",
     "MEMORY_EXPECTED",
     "MEMORY_UNITS",
+    "PORTS_EXPECTED",
+    "Ports",
     "ValueProblem",
     "format_duration",
     "format_memory",
@@ -30,6 +34,7 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_memory",
+    "parse_ports",
 ]
 
 #: Java's Long.MAX_VALUE: the largest memory size Flink can express ("infinite").
@@ -217,3 +222,46 @@ def parse_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueProblem("is not a finite number", "a decimal number, e.g. 0.5")
     return value
+
+
+PORTS_EXPECTED = "a port, a list or a range of ports, e.g. 8081, 50100,50101 or 50100-50200"
+_PORT_RANGE = re.compile(r"(\d{1,5})(?:\s*-\s*(\d{1,5}))?")
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Flink's port specification (``NetUtils.getPortRangeFromString``): ports and ranges
+    separated by commas, tried in order; ``0`` is any free port."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def first(self) -> int:
+        """The port a client reaches when the specification names several."""
+        return self.ranges[0][0]
+
+    def __iter__(self) -> Iterator[int]:
+        for low, high in self.ranges:
+            yield from range(low, high + 1)
+
+    def __str__(self) -> str:
+        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
+
+
+def parse_ports(text: str) -> Ports:
+    """``8081``, ``50100,50101``, ``50100-50200`` or a mix, each port 0 to 65535."""
+    ranges: list[tuple[int, int]] = []
+    for part in text.split(","):
+        match = _PORT_RANGE.fullmatch(part.strip())
+        if not match:
+            raise ValueProblem(f"has {part.strip()!r}, which is not a port", PORTS_EXPECTED)
+        low = int(match.group(1))
+        high = int(match.group(2) or low)
+        if high > 65535:
+            raise ValueProblem(f"has {high}, above the highest port 65535", PORTS_EXPECTED)
+        if high < low:
+            raise ValueProblem(
+                f"has the range {low}-{high}, which ends below its start", PORTS_EXPECTED
+            )
+        ranges.append((low, high))
+    return Ports(tuple(ranges))

@@ -134,6 +134,18 @@ class Int(ValueType):
         return units.parse_int(_scalar(raw))
 
 
+class PortList(ValueType):
+    """Flink's ports: one, a list or a range (:class:`~flinkish_cli.config.units.Ports`)."""
+
+    name = "ports"
+
+    def parse(self, raw: Raw) -> units.Ports:
+        return units.parse_ports(raw_text(raw))
+
+    def describe(self) -> str:
+        return "ports (8081, a list 50100,50101 or a range 50100-50200)"
+
+
 class Float(ValueType):
     name = "float"
 

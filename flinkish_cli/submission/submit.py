@@ -28,6 +28,7 @@ from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import check_java, pyspark_home
 from flinkish_cli.submission import launcher, packaging
+from flinkish_cli.submission.pyflink import module_source, refuse_pyflink
 from flinkish_cli.submission.spark_submit import (
     YARN_APPLICATION,
     Deployment,
@@ -121,6 +122,9 @@ def check_program(request: RunRequest) -> Path | None:
                 f"-pym {request.module} needs -pyfs with the files that hold the module.",
                 "For example: flinkish run -pym mypkg.job -pyfs ./src",
             )
+        found = module_source(request.module, request.py_files)
+        if found is not None:
+            refuse_pyflink(found.read_bytes(), f"-pym {request.module} ({found})")
         return None
     script = Path(request.script or "")
     if not script.exists():
@@ -138,6 +142,7 @@ def check_program(request: RunRequest) -> Path | None:
         ) from None
     except (OSError, ValueError) as error:
         raise JobError(f"The job file {script} cannot be read: {error}.") from None
+    refuse_pyflink(source, str(script))
     return script.resolve()
 
 
@@ -158,7 +163,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         request.jobmanager,
         translation.master,
         str(config.get("execution.target") or "local"),
-        f"{session}:{config.get('rest.port')}" if session else None,
+        f"{session}:{config.get('rest.port').first}" if session else None,
     )
     checkpoint_root = str(config.get("execution.checkpointing.dir"))
     notices: list[str] = []

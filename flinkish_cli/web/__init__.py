@@ -5,11 +5,19 @@ Flink's JSON, and acts only through :class:`~flinkish_cli.client.jobs.JobClient`
 state of its own (triggers and their results live in each job's control channel, disposals
 in the registry), so stopping or restarting it never touches a job.
 
+- :mod:`.settings`: what the endpoint allows, from the configuration;
+- :mod:`.server`: binding (loopback unless told otherwise; Flink's port lists) and serving;
+- :mod:`.protocol`: the HTTP connection's limits (slow headers, a cap on connections,
+  malformed requests answered in Flink's JSON);
+- :mod:`.security`: the guard before every route (the Host, cross-site requests, the bearer
+  token, body size and time) and the headers every answer carries;
+- :mod:`.app`: the application (routes with and without Flink's ``/v1`` prefix, errors as
+  Flink's ``{"errors": [...]}``);
+- :mod:`.handlers`: each route's handler, through the job client; :mod:`.parsing` reads
+  requests, :mod:`.replies` writes answers;
 - :mod:`.flink_json`: flinkish's job statuses in the field names of Flink's REST API;
-- :mod:`.app`: the routes (with and without Flink's ``/v1`` prefix), errors as Flink's
-  ``{"errors": [...]}``, the size limit and the bearer token;
-- :mod:`.metrics`: the ``/metrics`` collector, with Flink's metric names;
-- :mod:`.server`: binding (loopback unless told otherwise) and serving.
+  :mod:`.dashboard`: the page and its own documents; :mod:`.metrics`: ``/metrics``, with
+  Flink's metric names.
 
 Imported only by ``flinkish web``: Starlette, uvicorn and prometheus_client (the ``web``
 extra) never load for any other command.

@@ -1,35 +1,33 @@
 """Serving ``flinkish web``: where it binds, what it refuses, and the line scripts read.
 
 Loopback (``rest.bind-address``: 127.0.0.1) unless configured otherwise; any other address
-needs ``flinkish.web.auth-token``, given as a secret reference. The socket is bound before
-the server starts, so a busy port is one clear error, and port 0 picks a free one; the
-address is then printed as ``flinkish web: http://<host>:<port>``.
+needs ``flinkish.web.auth-token``, given as a secret reference. ``rest.bind-port`` (which
+falls back to ``rest.port``, as in Flink) is a port, a list or a range: the first port that
+can be bound is taken, 0 picks a free one. The socket is bound before the server starts, so
+ports that are all busy are one clear error; the address is then printed as
+``flinkish web: http://<host>:<port>``. The connection's limits (slow headers, the cap on
+connections) are :mod:`.protocol`'s, the requests' rules :mod:`.security`'s.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import errno
 import socket
+from collections.abc import Iterable
 from typing import Any
 
 from flinkish_cli.errors import ConfigError
+from flinkish_cli.web.protocol import guarded_protocol
+from flinkish_cli.web.security import is_loopback
+from flinkish_cli.web.settings import WebSettings
 
 #: The line ``flinkish web`` prints once it listens (scripts and tests read it).
 LISTENING = "flinkish web: http://{host}:{port}"
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def bind(host: str, port: int, token: str | None) -> socket.socket:
-    """The listening socket; a :class:`ConfigError` for an open address without a token or
-    an address that cannot be bound."""
+def bind(host: str, ports: Iterable[int], token: str | None) -> socket.socket:
+    """The listening socket on the first of ``ports`` that can be bound; a
+    :class:`ConfigError` for an open address without a token, or when none can be bound."""
     if not is_loopback(host) and not token:
         raise ConfigError(
             f"rest.bind-address is {host}, which other machines can reach, and no "
@@ -38,27 +36,40 @@ def bind(host: str, port: int, token: str | None) -> socket.socket:
             "'${env:FLINKISH_WEB_TOKEN}' in config.yaml), or bind to 127.0.0.1.",
         )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as error:
-        sock.close()
-        raise ConfigError(
-            f"flinkish web cannot listen on {host}:{port}: {error.strerror or error}.",
-            "Choose another rest.bind-port (0 picks a free one) or rest.bind-address.",
-        ) from None
-    sock.listen(128)
-    return sock
+    tried: list[int] = []
+    problem = "no port given"
+    for port in ports:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as error:
+            sock.close()
+            tried.append(port)
+            problem = error.strerror or str(error)
+            if error.errno not in (errno.EADDRINUSE, errno.EACCES):  # else: the next port
+                break
+            continue
+        sock.listen(128)
+        return sock
+    shown = ", ".join(map(str, tried[:5])) + (
+        f" and {len(tried) - 5} more" if len(tried) > 5 else ""
+    )
+    raise ConfigError(
+        f"flinkish web cannot listen on {host} port {shown}: {problem}.",
+        "Choose another rest.bind-port (a list or a range is tried in order; 0 picks a free "
+        "one) or rest.bind-address.",
+    )
 
 
-def serve(app: Any, sock: socket.socket, announce: Any) -> None:
+def serve(app: Any, sock: socket.socket, settings: WebSettings, announce: Any) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM; ``announce(line)`` once listening."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(settings.header_timeout, settings.max_connections),
         log_level="warning",
         access_log=False,
         server_header=False,

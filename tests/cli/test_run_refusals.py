@@ -53,3 +53,46 @@ def test_checkpoints_on_s3_without_s3a_are_refused_before_anything_starts(
     assert "Spark has no S3A file system" in result.stderr
     assert "hadoop-aws" in result.stderr and "pipeline.jars" in result.stderr
     assert not flinkish_env.logs.exists() or not any(flinkish_env.logs.iterdir())
+
+
+@pytest.mark.parametrize("example", ["datastream/streaming_word_count.py", "table/word_count.py"])
+def test_flinks_own_pyflink_examples_are_refused_before_any_jvm(
+    flinkish_env: FlinkishEnv, flink, example: str
+) -> None:
+    """Apache Flink's own PyFlink examples, given as a Flink user would (``run -py``), are
+    refused in one line, before Java is even looked for (none is on the PATH here)."""
+    from benchmarks.flink import venv_dir
+
+    [script] = venv_dir().glob(f"lib/python3*/site-packages/pyflink/examples/{example}")
+    no_java = {"JAVA_HOME": str(flinkish_env.root / "no-java"), "PATH": "/usr/bin/nonexistent"}
+    for args in (["run", "-py", str(script)], ["run", "-d", str(script), "--output", "/tmp/o"]):
+        result = flinkish_env.run(*args, check=False, env=no_java)
+        assert result.returncode == 1, result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(f"ERROR: {script} is a PyFlink program (it imports pyflink.")
+        assert "flinkish runs PySpark programs" in line and "bin/flink" in line
+    assert not flinkish_env.checkpoints.exists() or not any(flinkish_env.checkpoints.iterdir())
+    assert not flinkish_env.logs.exists() or not any(flinkish_env.logs.iterdir())
+
+
+def test_a_pyflink_module_is_refused_too(flinkish_env: FlinkishEnv) -> None:
+    package = flinkish_env.root / "src" / "pipelines"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "wordcount.py").write_text(
+        '"""import pyflink (a docstring is no import)"""\n\n\ndef main():\n'
+        "    from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "    return StreamExecutionEnvironment\n"
+    )
+    result = flinkish_env.run("run", "-pym", "pipelines.wordcount", "-pyfs", "src", check=False)
+    assert result.returncode == 1
+    assert "imports pyflink.datastream at line 5" in result.stderr
+
+
+def test_a_pyspark_program_that_mentions_pyflink_is_not_refused() -> None:
+    from flinkish_cli.submission.pyflink import pyflink_import
+
+    source = '# ported from pyflink\nimport pyspark  # not pyflink\nname = "pyflink.table"\n'
+    assert pyflink_import(source) is None
+    assert pyflink_import("import pyflinkish\nfrom .pyflink import x\n") is None
+    assert pyflink_import("import os, pyflink.table as t\n") == ("pyflink.table", 1)

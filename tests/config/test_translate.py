@@ -257,6 +257,7 @@ def test_every_option_translates_without_conflict() -> None:
         "uri": "/tmp/x",
         "list": "a,b",
         "duration or cron": "0 */6 * * *",
+        "ports": "50100-50200",
     }
     dynamic = []
     for option in opts.OPTIONS:

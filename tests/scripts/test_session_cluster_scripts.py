@@ -208,6 +208,7 @@ def test_session_without_connect_packages_says_what_to_install(tmp_path: Path) -
         (("--slots", "0"), "--slots must be at least 1"),
         (("--session-port", "70000"), "--session-port 70000 is not a port"),
         (("--session-port",), "option '--session-port' needs a value"),
+        (("--rest-port", "80a"), "--rest-port '80a' is not a port, a list"),
     ],
 )
 def test_session_options_are_checked(tmp_path: Path, args: tuple[str, ...], message: str) -> None:

@@ -1,9 +1,10 @@
 """``flinkish web``: serve Flink's REST API and Prometheus metrics over the job registry.
 
-Binds ``rest.bind-address`` (127.0.0.1) and ``rest.bind-port`` (8081; 0 for any free port)
-and prints ``flinkish web: http://<host>:<port>`` once it listens; runs until Ctrl-C or
-SIGTERM. Needs the ``web`` extra (Starlette, uvicorn, prometheus_client), which only this
-command imports.
+Binds ``rest.bind-address`` (127.0.0.1) and the first free port of ``rest.bind-port`` (which
+falls back to ``rest.port``, 8081, as in Flink; 0 for any free port), prints
+``flinkish web: http://<host>:<port>`` once it listens, and runs until Ctrl-C or SIGTERM.
+Needs the ``web`` extra (Starlette, uvicorn, prometheus_client), which only this command
+imports.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
     from flinkish_cli.client.jobs import JobClient
 
     settings = WebSettings.from_config(config, __version__)
-    sock = bind(str(config.get("rest.bind-address")), int(config.get("rest.bind-port")),
-                settings.token)  # fmt: skip
+    sock = bind(str(config.get("rest.bind-address")), config.get("rest.bind-port"), settings.token)
     client = JobClient(config).open()
-    serve(create_app(client, settings), sock, echo)
+    serve(create_app(client, settings), sock, settings, echo)

@@ -1,0 +1,282 @@
+"""The handlers of Flink's REST API (v1) and of the dashboard's own documents: each parses
+its request (:mod:`.parsing`), asks the :class:`~flinkish_cli.client.jobs.JobClient` (the one
+client the CLI also uses) and presents the answer with :mod:`.flink_json` or
+:mod:`.dashboard`. Refusals are :class:`~.replies.FlinkError`, answered as Flink's errors.
+
+Deviation from Flink, deliberate: a trigger (savepoint, stop, checkpoint) that failed is
+answered with ``{"errors": [cause]}`` (status 500) instead of a COMPLETED status holding a
+Java-serialised exception, which only a JVM could produce; Flink's CLI then prints the cause
+at once instead of retrying for a minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from flinkish_cli.client.jobs import JobClient, TriggerResult, checkpoint_of, is_trigger_id
+from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.submission.endpoint import CLUSTER_PATH
+from flinkish_cli.web import dashboard, flink_json, parsing
+from flinkish_cli.web.replies import FlinkError, ok
+from flinkish_cli.web.settings import WebSettings
+
+
+class FlinkRestApi:
+    """Flink's REST API over one job client."""
+
+    def __init__(self, client: JobClient, settings: WebSettings) -> None:
+        self.client = client
+        self.settings = settings
+
+    async def _status(self, job_id: str) -> JobStatus:
+        status = await run_in_threadpool(self.client.find, job_id)
+        if status is None:
+            raise FlinkError(404, f"Job {job_id} not found")
+        return status
+
+    async def _jobs(self) -> list[JobStatus]:
+        jobs, _unreadable = await run_in_threadpool(self.client.list_jobs)
+        return jobs
+
+    # -- reading ---------------------------------------------------------------------------
+    async def config(self, request: Request) -> Response:
+        s = self.settings
+        return ok(flink_json.dashboard_config(s.version, s.refresh_ms, s.cancel_enabled))
+
+    async def overview(self, request: Request) -> Response:
+        return ok(flink_json.cluster_overview(await self._jobs(), self.settings.version))
+
+    async def jobs(self, request: Request) -> Response:
+        return ok(flink_json.job_ids(await self._jobs()))
+
+    async def jobs_overview(self, request: Request) -> Response:
+        return ok({"jobs": [flink_json.job_overview(s) for s in await self._jobs()]})
+
+    async def job(self, request: Request) -> Response:
+        return ok(flink_json.job_details(await self._status(parsing.job_id(request))))
+
+    async def job_status(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        return ok({"status": status.effective_state().value})
+
+    async def job_config(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        conf = await run_in_threadpool(self.client.job_configuration, status.job_id)
+        return ok(flink_json.job_config(status, conf))
+
+    async def job_checkpoints(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        return ok(flink_json.checkpoints(status, self.settings.history_size))
+
+    async def job_exceptions(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        limit = request.query_params.get("maxExceptions", "")
+        size = int(limit) if limit.isdigit() else len(status.exceptions)
+        return ok(flink_json.exceptions(status, size))
+
+    # -- the dashboard's own documents (flinkish_cli.web.dashboard) ------------------------
+    async def cluster(self, request: Request) -> Response:
+        """Where ``flinkish run -m <this endpoint>`` sends a job (the client's side:
+        :mod:`flinkish_cli.submission.endpoint`)."""
+        return ok(dashboard.cluster(self.settings.session_cluster, self.settings.version))
+
+    async def dashboard_jobs(self, request: Request) -> Response:
+        jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
+        return ok(dashboard.job_rows(jobs, len(unreadable)))
+
+    async def dashboard_series(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        kept = await run_in_threadpool(self.client.series, status)
+        return ok(dashboard.series(status, kept))
+
+    async def dashboard_savepoints(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        records = await run_in_threadpool(self.client.savepoint_history, status.job_id)
+        return ok(dashboard.savepoints(records))
+
+    # -- acting ----------------------------------------------------------------------------
+    def _require_cancel(self) -> None:
+        if not self.settings.cancel_enabled:
+            raise FlinkError(403, "Cancelling and stopping jobs is disabled (web.cancel.enable).")
+
+    async def _act(self, action: Callable[[], Any], job_id: str) -> Any:
+        """Run a client action; its refusal as Flink's 409 (the job cannot, now)."""
+        try:
+            return await run_in_threadpool(action)
+        except UsageError as error:
+            raise FlinkError(400, error.message) from None
+        except JobError as error:
+            raise FlinkError(409, error.message) from None
+
+    async def cancel(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        mode = request.query_params.get("mode", "cancel").lower()
+        if mode != "cancel":
+            raise FlinkError(
+                400,
+                f'The termination mode "{mode[:16]}" is not supported: use cancel, or '
+                "POST /jobs/:jobid/stop to stop with a savepoint.",
+            )
+        await request.body()
+        self._require_cancel()
+        status = await run_in_threadpool(self.client.find, job_id)
+        if status is None:
+            raise FlinkError(404, "Job could not be found.")
+        state = status.effective_state()
+        if state is JobState.CANCELED:
+            return ok({}, 202)
+        if state.is_terminal:
+            raise FlinkError(
+                409,
+                "Job cancellation failed because the job has already reached another "
+                f"terminal state ({state.value}).",
+            )
+        await self._act(lambda: self.client.cancel(job_id, wait=False), job_id)
+        return ok({}, 202)
+
+    async def stop(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        allowed = {"targetDirectory": (str,), "drain": (bool,)}
+        data, trigger, fmt = await parsing.savepoint_body(
+            request, allowed, "StopWithSavepointRequestBody"
+        )
+        self._require_cancel()
+        await self._status(job_id)
+        tid = await self._act(
+            lambda: self.client.stop_detached(
+                job_id, data.get("targetDirectory"), bool(data.get("drain")), fmt,
+                trigger_id=trigger,
+            ),
+            job_id,
+        )  # fmt: skip
+        return ok({"request-id": tid}, 202)
+
+    async def savepoint(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        allowed = {"target-directory": (str,), "cancel-job": (bool,)}
+        data, trigger, fmt = await parsing.savepoint_body(
+            request, allowed, "SavepointTriggerRequestBody"
+        )
+        target = data.get("target-directory")
+        await self._status(job_id)
+        if data.get("cancel-job"):
+            self._require_cancel()
+            tid = await self._act(
+                lambda: self.client.stop_detached(
+                    job_id, target, False, fmt, JobState.CANCELED, trigger
+                ),
+                job_id,
+            )
+        else:
+            tid = await self._act(
+                lambda: self.client.savepoint_detached(job_id, target, fmt, trigger), job_id
+            )
+        return ok({"request-id": tid}, 202)
+
+    async def savepoint_status(self, request: Request) -> Response:
+        _, result = await self._trigger_status(request, "savepoint")
+        if result is None:
+            return ok({"status": {"id": "IN_PROGRESS"}})
+        return ok({"status": {"id": "COMPLETED"}, "operation": {"location": result["path"]}})
+
+    async def checkpoint(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        allowed = {"checkpointType": (str,), "triggerId": (str,)}
+        data = await parsing.body(request, allowed, "CheckpointTriggerRequestBody")
+        trigger = parsing.trigger_id(data)
+        parsing.choice(
+            data, "checkpointType", parsing.CHECKPOINT_TYPES, "CONFIGURED"
+        )  # all are one here
+        await self._status(job_id)
+        tid = await self._act(lambda: self.client.checkpoint_detached(job_id, trigger), job_id)
+        return ok({"request-id": tid}, 202)
+
+    async def checkpoint_status(self, request: Request) -> Response:
+        job_id, result = await self._trigger_status(request, "checkpoint")
+        if result is None:
+            return ok({"status": {"id": "IN_PROGRESS"}})
+        done = checkpoint_of(job_id, result)
+        return ok(
+            {"status": {"id": "COMPLETED"}, "operation": {"checkpointId": done.checkpoint_id}}
+        )
+
+    async def _trigger_status(
+        self, request: Request, kind: str
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The job and its ``kind`` trigger's result (None while in progress); Flink's 404
+        for an unknown trigger, a 500 with the cause when it failed."""
+        job_id, trigger = parsing.job_id(request), request.path_params["triggerid"].lower()
+        unknown = f"There is no {kind} operation with triggerId={trigger[:64]} for job {job_id}."
+        result = await self._trigger(job_id, trigger, unknown)
+        if not result.done:
+            return job_id, None
+        if not result.ok:
+            raise FlinkError(500, f"The {kind} of job {job_id} failed: {result.error}")
+        return job_id, result.result
+
+    async def _trigger(self, job_id: str, trigger: str, unknown: str) -> TriggerResult:
+        if not is_trigger_id(trigger):
+            raise FlinkError(404, unknown)
+        await self._status(job_id)
+        result = await run_in_threadpool(self.client.trigger_result, job_id, trigger)
+        if result is None:
+            raise FlinkError(404, unknown)
+        return result
+
+    async def dispose(self, request: Request) -> Response:
+        data = await parsing.body(request, {"savepoint-path": (str,)}, "SavepointDisposalRequest")
+        path = data.get("savepoint-path")
+        if not path:
+            raise FlinkError(400, "Request did not match expected format SavepointDisposalRequest.")
+        tid = await run_in_threadpool(self.client.dispose_detached, path)
+        return ok({"request-id": tid})
+
+    async def dispose_status(self, request: Request) -> Response:
+        trigger = request.path_params["triggerid"].lower()
+        unknown = f"Operation not found under key: {trigger[:64]}"
+        result = None
+        if is_trigger_id(trigger):
+            result = await run_in_threadpool(self.client.disposal_result, trigger)
+        if result is None:
+            raise FlinkError(404, unknown)
+        if not result.ok:
+            raise FlinkError(500, f"Disposing of the savepoint failed: {result.error}")
+        return ok({"status": {"id": "COMPLETED"}, "operation": {}})
+
+    def routes(self) -> list[Route]:
+        """Flink's paths (without the version prefix)."""
+        return [
+            Route("/config", self.config, methods=["GET"]),
+            Route("/overview", self.overview, methods=["GET"]),
+            Route("/jobs", self.jobs, methods=["GET"]),
+            Route("/jobs/overview", self.jobs_overview, methods=["GET"]),
+            Route("/jobs/{jobid}", self.job, methods=["GET"]),
+            Route("/jobs/{jobid}", self.cancel, methods=["PATCH"]),
+            Route("/jobs/{jobid}/status", self.job_status, methods=["GET"]),
+            Route("/jobs/{jobid}/config", self.job_config, methods=["GET"]),
+            Route("/jobs/{jobid}/checkpoints", self.job_checkpoints, methods=["GET"]),
+            Route("/jobs/{jobid}/checkpoints", self.checkpoint, methods=["POST"]),
+            Route("/jobs/{jobid}/checkpoints/{triggerid}", self.checkpoint_status, methods=["GET"]),
+            Route("/jobs/{jobid}/exceptions", self.job_exceptions, methods=["GET"]),
+            Route("/jobs/{jobid}/stop", self.stop, methods=["POST"]),
+            Route("/jobs/{jobid}/savepoints", self.savepoint, methods=["POST"]),
+            Route("/jobs/{jobid}/savepoints/{triggerid}", self.savepoint_status, methods=["GET"]),
+            Route("/savepoint-disposal", self.dispose, methods=["POST"]),
+            Route("/savepoint-disposal/{triggerid}", self.dispose_status, methods=["GET"]),
+        ]
+
+    def dashboard_routes(self) -> list[Route]:
+        """The dashboard's own documents, under ``/flinkish/``."""
+        return [
+            Route(CLUSTER_PATH, self.cluster, methods=["GET"]),
+            Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
+            Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
+            Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),
+        ]

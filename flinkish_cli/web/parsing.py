@@ -1,0 +1,74 @@
+"""Reading a request of Flink's REST API: the path's JobID, a JSON body whose fields must be
+of the types Flink's message classes declare, trigger ids and enumerated choices. Anything
+that does not match is Flink's 400 (:class:`~.replies.FlinkError`)."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+
+from flinkish_cli.client.jobs import is_trigger_id
+from flinkish_cli.registry.jobid import is_job_id
+from flinkish_cli.web.replies import FlinkError
+
+FORMAT_TYPES = ("CANONICAL", "NATIVE")
+CHECKPOINT_TYPES = ("CONFIGURED", "FULL", "INCREMENTAL")
+
+
+def job_id(request: Request) -> str:
+    value = request.path_params["jobid"]
+    if not is_job_id(value):
+        raise FlinkError(
+            400,
+            "Bad request, could not parse parameters: Cannot resolve path parameter (jobid) "
+            f'from value "{value[:64]}".',
+        )
+    return value.lower()
+
+
+async def body(request: Request, allowed: dict[str, tuple[type, ...]], name: str) -> dict:
+    """The request's JSON object, each field of an allowed type (null allowed); Flink's
+    400 otherwise. An empty body is ``{}``, as Flink's clients send for no body."""
+    raw = await request.body()
+    mismatch = FlinkError(400, f"Request did not match expected format {name}.")
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise mismatch from None
+    if not isinstance(data, dict) or set(data) - set(allowed):
+        raise mismatch
+    for key, value in data.items():
+        if value is not None and (
+            not isinstance(value, allowed[key])
+            or (isinstance(value, bool) and bool not in allowed[key])
+        ):
+            raise mismatch
+    return data
+
+
+def trigger_id(data: dict, key: str = "triggerId") -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not is_trigger_id(value.lower()):
+        raise FlinkError(400, f"The {key} {value[:64]!r} is not 32 hexadecimal digits.")
+    return value.lower()
+
+
+async def savepoint_body(
+    request: Request, allowed: dict[str, tuple[type, ...]], name: str
+) -> tuple[dict, str | None, str]:
+    """A savepoint-taking request's body (stop, savepoint): its fields, its trigger id (the
+    caller's, if any) and its format type."""
+    data = await body(request, {**allowed, "triggerId": (str,), "formatType": (str,)}, name)
+    return data, trigger_id(data), choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
+
+
+def choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
+    value = (data.get(key) or default).upper()
+    if value not in choices:
+        raise FlinkError(400, f"{key} must be one of {', '.join(choices)}, not {value[:32]!r}.")
+    return value

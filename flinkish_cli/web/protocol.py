@@ -1,0 +1,144 @@
+"""The HTTP/1.1 connection of ``flinkish web``: uvicorn's h11 protocol with the limits a
+server left running on a laptop needs, which uvicorn does not have.
+
+This module is the one place uvicorn's ``H11Protocol`` is extended (uvicorn 0.30+, its
+documented ``Config(http=<protocol class>)`` seam); the handlers never see a connection.
+
+- **Slow headers**: a connection whose request line and headers are not complete within
+  ``flinkish.web.header-timeout`` (after it opens, or after its previous answer) is answered
+  408 and closed; one that sent nothing is closed silently (a browser's pre-opened socket).
+  uvicorn times out only idle keep-alive connections, so a client sending its headers a
+  byte at a time held its connection forever.
+- **A cap on connections** (``flinkish.web.max-connections``): past it, the connection that
+  has waited longest for its request's headers is closed, so slow clients cannot crowd out
+  the ones that send whole requests; when every connection is busy, the new one is answered
+  503 and closed.
+- **Malformed requests** (a bad request line, header or framing, or a target uvicorn cannot
+  decode) are answered 400 with Flink's error JSON instead of uvicorn's plain text, and
+  never reach the application.
+
+Request bodies are timed by the guard (:mod:`.security`), where the body is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, ClassVar
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from flinkish_cli.web.replies import raw_error
+
+log = logging.getLogger("flinkish.web")
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request's head and a connection cap;
+    configured per server by :func:`guarded_protocol`."""
+
+    header_timeout: ClassVar[float] = 10.0
+    max_connections: ClassVar[int] = 512
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._waiting_since = 0.0
+        self._received = False
+
+    # -- the deadline for a request's head --------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_head()
+        self._keep_within_cap()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self._received = True
+        super().data_received(data)
+
+    def handle_events(self) -> None:
+        try:
+            super().handle_events()
+        except Exception as error:  # uvicorn could not make a request of it (e.g. its target)
+            self.send_400_response(f"the request could not be read ({type(error).__name__})")
+            return
+        if self._waiting_for_head() is False:
+            self._cancel_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self._waiting_for_head():
+            self._await_head()
+
+    def _waiting_for_head(self) -> bool:
+        """True while the current request's line and headers are not all in."""
+        return self.conn.their_state is h11.IDLE and (
+            self.cycle is None or self.cycle.response_complete
+        )
+
+    def _await_head(self) -> None:
+        self._cancel_head_deadline()
+        self._received = False
+        self._waiting_since = self.loop.time()
+        self._head_deadline = self.loop.call_later(self.header_timeout, self._head_too_slow)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        if self.transport.is_closing() or not self._waiting_for_head():
+            return
+        if self._received:
+            message = (
+                f"The request's headers did not arrive within {self.header_timeout:g} s "
+                "(flinkish.web.header-timeout)."
+            )
+            self.transport.write(raw_error(408, "Request Timeout", message))
+        self.transport.close()
+
+    # -- the cap on connections -------------------------------------------------------------
+    def _keep_within_cap(self) -> None:
+        if len(self.connections) <= self.max_connections:
+            return
+        open_ = [c for c in self.connections if not c.transport.is_closing()]
+        if len(open_) <= self.max_connections:
+            return
+        waiting = [
+            c
+            for c in open_
+            if c is not self and isinstance(c, GuardedH11Protocol) and c._waiting_for_head()
+        ]
+        if waiting:
+            oldest = min(waiting, key=lambda c: c._waiting_since)
+            oldest._cancel_head_deadline()
+            oldest.transport.close()
+            return
+        log.warning("flinkish web has %d connections open: refusing one", len(self.connections))
+        message = (
+            f"flinkish web has {self.max_connections} connections open, all busy "
+            "(flinkish.web.max-connections); try again."
+        )
+        self.transport.write(raw_error(503, "Service Unavailable", message))
+        self.transport.close()
+
+    # -- malformed requests -----------------------------------------------------------------
+    def send_400_response(self, msg: str) -> None:
+        """Flink's error JSON for a request that is not HTTP/1.1 as it should be."""
+        self._cancel_head_deadline()
+        detail = msg.rstrip(".")
+        self.transport.write(raw_error(400, "Bad Request", f"Bad request: {detail}."))
+        self.transport.close()
+
+
+def guarded_protocol(header_timeout: float, max_connections: int) -> type[GuardedH11Protocol]:
+    """The protocol class for one server, with its limits."""
+    limits = {"header_timeout": header_timeout, "max_connections": max_connections}
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), limits)

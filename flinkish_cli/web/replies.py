@@ -1,0 +1,62 @@
+"""Flink's answers: JSON bodies, and errors as ``{"errors": [...]}`` with Flink's status
+codes (404 for an unknown path, method, job or trigger; 400 for a request that does not
+match; 413 for a body too large; 409 when the job cannot do it now), never a traceback.
+
+One owner for the headers every answer of ``flinkish web`` carries (:data:`SECURITY_HEADERS`)
+and for the error body, which the HTTP protocol layer (:mod:`.protocol`), the guard
+(:mod:`.security`) and the handlers all send."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+JSON_TYPE = "application/json; charset=UTF-8"
+
+#: Sent with every answer: never framed (clickjacking), no script but the page's own files,
+#: no type sniffing, no referrer to other sites.
+SECURITY_HEADERS: dict[str, str] = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class FlinkError(Exception):
+    """An error answered as Flink's ``{"errors": [message]}`` with ``status``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def errors(status: int, *messages: str, headers: dict[str, str] | None = None) -> Response:
+    """Flink's error body: exactly one key, ``errors``."""
+    return JSONResponse({"errors": list(messages)}, status, headers, media_type=JSON_TYPE)
+
+
+def ok(document: Any, status: int = 200) -> Response:
+    return JSONResponse(document, status, media_type=JSON_TYPE)
+
+
+def raw_error(status: int, reason: str, message: str) -> bytes:
+    """A whole HTTP/1.1 error answer as bytes, for the protocol layer, which answers before
+    any request exists (a malformed request line, headers too slow), then closes."""
+    body = json.dumps({"errors": [message]}).encode()
+    head = [
+        f"HTTP/1.1 {status} {reason}",
+        f"Content-Type: {JSON_TYPE}",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+        *(f"{name}: {value}" for name, value in SECURITY_HEADERS.items()),
+        "Cache-Control: no-store",
+    ]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
