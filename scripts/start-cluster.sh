@@ -204,6 +204,43 @@ fi
 mkdir -p "$dir/logs" "$dir/work"
 dir=$(cd "$dir" && pwd)
 
+# The daemons' logs roll as a job's do: <role>.log rolls at flinkish.log.max-file-size and
+# keeps env.log.max old files (log4j's own rolling appender); <role>.out keeps only what a
+# JVM prints to its console. Read as flinkish reads its configuration, when it can.
+log_roll=$(FLINKISH_CONF_DIR_ARG="$conf_dir" "$python" - 2>/dev/null <<'PY'
+import os
+try:
+    from flinkish_cli.config import load_configuration
+    config = load_configuration(os.environ.get("FLINKISH_CONF_DIR_ARG") or None)
+    print(int(config.get("flinkish.log.max-file-size")), int(config.get("env.log.max")))
+except Exception:
+    print(100 * 1024 * 1024, 10)
+PY
+) || log_roll="104857600 10"
+read -r log_size log_max <<<"$log_roll"
+cat >"$dir/log4j2.properties" <<LOG4J
+# Written by flinkish's start-cluster.sh: each daemon's log rolls by size, as Flink's do.
+rootLogger.level = info
+rootLogger.appenderRef.rolling.ref = rolling
+appender.rolling.type = RollingFile
+appender.rolling.name = rolling
+appender.rolling.fileName = \${sys:flinkish.daemon.log}
+appender.rolling.filePattern = \${sys:flinkish.daemon.log}.%i
+appender.rolling.layout.type = PatternLayout
+appender.rolling.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+appender.rolling.policies.type = Policies
+appender.rolling.policies.size.type = SizeBasedTriggeringPolicy
+appender.rolling.policies.size.size = $log_size
+appender.rolling.strategy.type = DefaultRolloverStrategy
+appender.rolling.strategy.max = $log_max
+appender.rolling.strategy.fileIndex = min
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+LOG4J
+daemon_log() {  # daemon_log ROLE: the JVM options that send ROLE's log to logs/ROLE.log
+  echo "-Dlog4j.configurationFile=$dir/log4j2.properties -Dflinkish.daemon.log=$dir/logs/$1.log"
+}
+
 alive() {  # alive PIDFILE: the process named in PIDFILE runs
   [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
 }
@@ -246,8 +283,9 @@ export SPARK_LOG_DIR="$dir/logs"
 export SPARK_WORKER_DIR="$dir/work"
 # Fail instead of silently moving to the next port when one is taken.
 # No REST submission server (fixed port 6066, unused by flinkish): two clusters can coexist.
-export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false"
-export SPARK_WORKER_OPTS="${SPARK_WORKER_OPTS:-} -Dspark.port.maxRetries=0"
+SPARK_MASTER_OPTS="$(daemon_log master) ${SPARK_MASTER_OPTS:-} -Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false"
+SPARK_WORKER_OPTS="$(daemon_log worker) ${SPARK_WORKER_OPTS:-} -Dspark.port.maxRetries=0"
+export SPARK_MASTER_OPTS SPARK_WORKER_OPTS
 
 # launch ROLE CLASS ARGS...: run CLASS in a session of its own (so that stop-cluster.sh can
 # signal the process and its children, e.g. executors, as one group); the process writes its
@@ -270,10 +308,12 @@ started=()
 fail() {
   echo "ERROR: $*" >&2
   for role in "${started[@]}"; do
-    if [ -f "$dir/logs/$role.out" ]; then
-      echo "--- last lines of $dir/logs/$role.out:" >&2
-      grep -v $'^\tat \\|^\\s*\\.\\.\\. [0-9]* more' "$dir/logs/$role.out" | tail -n 20 >&2 || true
-    fi
+    for file in "$dir/logs/$role.log" "$dir/logs/$role.out"; do
+      if [ -s "$file" ]; then
+        echo "--- last lines of $file:" >&2
+        grep -v $'^\tat \\|^\\s*\\.\\.\\. [0-9]* more' "$file" | tail -n 20 >&2 || true
+      fi
+    done
   done
   "$(dirname "$0")/stop-cluster.sh" --dir "$dir" >/dev/null 2>&1 || true
   exit 1
@@ -344,6 +384,8 @@ if [ $session = 1 ]; then
   # micro-batch's progress of every job.
   (
     export SPARK_CONNECT_MODE=0 PYSPARK_PYTHON="$pyspark_python"
+    SPARK_SUBMIT_OPTS="$(daemon_log connect) ${SPARK_SUBMIT_OPTS:-}"
+    export SPARK_SUBMIT_OPTS
     unset SPARK_REMOTE SPARK_CONNECT_MODE_ENABLED SPARK_LOCAL_REMOTE SPARK_API_MODE MASTER
     launch connect org.apache.spark.deploy.SparkSubmit \
       --class org.apache.spark.sql.connect.service.SparkConnectServer \
@@ -458,7 +500,7 @@ if [ $web = 1 ]; then
   else
     # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
     setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/web.pid" \
-      "$python" -m flinkish_cli "${web_args[@]}" >"$dir/logs/web.out" 2>&1 </dev/null &
+      "$python" -m flinkish_cli "${web_args[@]}" >>"$dir/logs/web.out" 2>&1 </dev/null &
     web_url=""
     until [ -n "$web_url" ]; do
       web_url=$({ sed -n 's/^flinkish web: \(http:.*\)$/\1/p' "$dir/logs/web.out" || true; } 2>/dev/null | head -n 1)

@@ -1126,6 +1126,26 @@ OPTIONS: tuple[Option, ...] = (
         "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions).",
     ),
     Option(
+        "env.log.max",
+        Int(),
+        MO,
+        "How many old files of each log are kept when it rolls (flinkish-<JobID>.log.1 "
+        "...), as in Flink; 0 keeps none (the log is emptied when it reaches its size).",
+        RUNTIME,
+        default="10",
+        check=at_least(0, "a number of files"),
+    ),
+    Option(
+        "flinkish.log.max-file-size",
+        Memory(),
+        MO,
+        "The size at which a job's log (and flinkish web's) rolls: it becomes .1 and a new "
+        "file starts (Flink's log4j rolling appender rolls at 100 MB).",
+        RUNTIME,
+        default="100 mb",
+        check=at_least(1024, "a size", "1 kb"),
+    ),
+    Option(
         "env.log.dir",
         Uri(),
         MO,
@@ -1285,7 +1305,6 @@ NOT_APPLICABLE_KEYS: frozenset[str] = frozenset(
         "env.hadoop.conf.dir",
         "env.yarn.conf.dir",
         "env.java.home",
-        "env.log.max",
         "env.log.level",
         "env.ssh.opts",
         "state.backend.rocksdb.block.metadata-blocksize",

@@ -1,4 +1,5 @@
-"""Reading a job's driver log: ``<env.log.dir>/flinkish-<JobID>.log``, and nothing else.
+"""Reading a job's driver log: ``<env.log.dir>/flinkish-<JobID>.log`` (and, following it
+across a roll, its newest old file ``.1``: :mod:`.logroll`), and nothing else.
 
 The path is built from this shell's configuration (``env.log.dir``) and a validated JobID,
 never taken from the job's status file: a status file lives on shared storage and may be
@@ -15,15 +16,16 @@ log was when it is on another host. What is opened is checked:
 
 from __future__ import annotations
 
+import codecs
 import os
 import socket
 import stat
-import time
 from collections import deque
 from collections.abc import Iterator
 from typing import IO
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.registry import logroll
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -112,7 +114,9 @@ def stream_log(
     follow: bool = False,
     last_lines: int | None = None,
 ) -> Iterator[str]:
-    """Yield the job's log; with ``follow``, keep yielding until the job has ended.
+    """Yield the job's log; with ``follow``, keep yielding until the job has ended, across
+    rolls (:mod:`.logroll`): when the log was emptied into ``.1``, the rest of what was not
+    read yet comes from ``.1``, then the new log from its start.
 
     The log is read even when the job's status is missing or unreadable (a follow then
     stops at the end of the file, since nothing says the job still runs).
@@ -122,23 +126,24 @@ def stream_log(
     handle = open_log(log_dir, job_id)
     if handle is None:
         raise _no_log(registry, job_id, log_dir, status, unreadable)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     with handle:
+        raw = handle.buffer
         if last_lines is not None:
-            yield "".join(deque(handle, maxlen=last_lines))
+            yield decoder.decode(b"".join(deque(raw, maxlen=last_lines)))
         else:
-            yield from iter(lambda: handle.read(65536), "")
-        if status is None:
+            yield from (decoder.decode(c) for c in iter(lambda: raw.read(65536), b""))
+        if status is None or not follow:
             return
-        while follow:
-            chunk = handle.read(65536)
-            if chunk:
-                yield chunk
-                continue
+
+        def running() -> bool:
             current, _ = _status(registry, job_id)
-            if current is None or current.effective_state().is_terminal:
-                yield handle.read()
-                return
-            time.sleep(FOLLOW_POLL_SECONDS)
+            return current is not None and not current.effective_state().is_terminal
+
+        path = log_path(log_dir, job_id)
+        for chunk in logroll.follow(raw.fileno(), path, raw.tell(), running, FOLLOW_POLL_SECONDS):
+            yield decoder.decode(chunk)
+        yield decoder.decode(b"", final=True)
 
 
 def _no_log(

@@ -73,6 +73,19 @@ class Progress:
     #: records the query is behind its sources' latest offsets, where they report it (Kafka)
     lag: float | None = None
 
+    def line(self, query: str) -> str:
+        """The batch in one line of the job's log."""
+        text = (
+            f"Query '{query}' batch {self.batch_id}: {self.input_rows} rows in "
+            f"{self.duration_ms} ms ({self.input_rows_per_second:.1f} in/s, "
+            f"{self.processed_rows_per_second:.1f} processed/s)"
+        )
+        if self.state_rows:
+            text += f", state {self.state_rows} rows"
+        if self.watermark:
+            text += f", watermark {self.watermark}"
+        return text + "."
+
     @classmethod
     def from_spark(cls, progress: dict[str, Any]) -> Progress:
         """Build from a Spark ``StreamingQueryProgress`` JSON document."""

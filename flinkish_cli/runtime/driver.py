@@ -91,9 +91,14 @@ def log_to_file(plan: JobPlan) -> None:
     """
     handler: logging.Handler
     if plan.log_path and plan.deploy_mode in ("client", "session"):
+        from flinkish_cli.config import Configuration
+        from flinkish_cli.registry.logroll import LogRoller
+
         stream = open(plan.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         sys.stderr = stream
         handler = logging.StreamHandler(stream)
+        # rolls the log while the driver lives, as its supervisor does (whichever holds it)
+        LogRoller.configured(plan.log_path, Configuration.from_flat(plan.flink_conf)).start()
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

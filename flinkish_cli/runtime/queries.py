@@ -211,6 +211,7 @@ class JobQueries:
                 return
             done = Progress.from_spark(progress)
             entry.record(done)
+        log.info("%s", done.line(str(name)))  # one line a batch (Spark's own is at INFO, off)
         self.has_run = True
         self.keeper.changed()
         self.watcher.completed(str(name), done)

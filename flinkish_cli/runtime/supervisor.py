@@ -419,6 +419,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     signal.signal(signal.SIGTERM, supervisor.handle_signal)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the attached CLI turns Ctrl-C into requests
+    from flinkish_cli.registry.logroll import LogRoller
+
+    LogRoller.configured(supervisor.spec.log_path, supervisor.config).start()  # and the driver
     sys.exit(supervisor.run())
 
 

@@ -10,6 +10,7 @@ directory when the job ends; :func:`sweep_run_dirs` removes one whose supervisor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -34,9 +35,14 @@ from flinkish_cli.submission.spark_submit import SubmitCommand
 #: Supervisors started by an older flinkish ran under this name; their jobs may still run.
 _OLD_SUPERVISOR_MODULE = b"flinkish_cli.submission.supervisor"
 
+#: The driver's log4j configuration: Spark's own lines at WARN and above go to the job's log
+#: (its per-batch INFO chatter -- DAGScheduler, MemoryStore, StateStore... -- would fill a
+#: disk in weeks); flinkish's own lines (Python logging) stay at INFO. ``spark.log.level``
+#: (or the program's ``setLogLevel``) still raises Spark's level; a log4j2.properties of the
+#: user's own, in $SPARK_CONF_DIR, replaces this one (``${sys:log.file}`` names the job's log).
 LOG4J2 = """\
 # Written by flinkish: Spark's log goes to the job's log file, not the console.
-rootLogger.level = info
+rootLogger.level = warn
 rootLogger.appenderRef.file.ref = jobLog
 appender.file.type = File
 appender.file.name = jobLog
@@ -44,13 +50,22 @@ appender.file.fileName = {log_path}
 appender.file.append = true
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
-logger.jetty.name = org.sparkproject.jetty
-logger.jetty.level = warn
 logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
 logger.hadoopnative.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoopnative.level = error
 """
+
+
+def log4j_configuration(log_path: Path) -> str:
+    """The driver's log4j configuration: the user's ``$SPARK_CONF_DIR/log4j2.properties``
+    when there is one (Spark's own place for it), else flinkish's."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        own = Path(conf_dir) / "log4j2.properties"
+        with contextlib.suppress(OSError):
+            return own.read_text(encoding="utf-8")
+    return LOG4J2.format(log_path=log_path)
 
 
 @dataclass
@@ -80,7 +95,7 @@ def launch(
     CLI or appended to the job's log.
     """
     write_private(run_dir / PROPERTIES_FILE, properties_text(command.properties))
-    (run_dir / LOG4J2_FILE).write_text(LOG4J2.format(log_path=log_path))
+    (run_dir / LOG4J2_FILE).write_text(log4j_configuration(log_path))
     env = dict(command.env)
     SupervisorSpec(
         argv=command.argv,

@@ -212,6 +212,7 @@ def build_command(
     run_dir: str,
     cds_options: list[str] | None = None,
     cds_missing: str | None = None,
+    log_file: str | None = None,
 ) -> SubmitCommand:
     """The command that submits a job. ``spark_conf`` goes to the properties file only.
 
@@ -263,6 +264,8 @@ def build_command(
         from flinkish_cli.spark import cds
 
         options = [f"-Dlog4j.configurationFile={Path(run_dir, LOG4J2_FILE)}"]
+        if log_file:  # Flink's name for it, for a log4j configuration of the user's own
+            options.append(f"-Dlog.file={log_file}")
         options += cds.jvm_logging_options() + list(cds_options or [])
         default = properties.get(DRIVER_DEFAULT_JAVA_OPTIONS)
         properties[DRIVER_DEFAULT_JAVA_OPTIONS] = " ".join(

@@ -22,6 +22,7 @@ from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.plan.rundir import PROPERTIES_FILE, make_run_dir
 from flinkish_cli.registry import program
 from flinkish_cli.registry.jobid import new_job_id
+from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
@@ -181,7 +182,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         check_java()
     job_id = new_job_id()
     log_dir = Path(str(config.get("env.log.dir"))).expanduser()
-    log_path = log_dir / f"flinkish-{job_id}.log"
+    log_path = Path(job_log_path(str(log_dir), job_id))
     run_dir = make_run_dir(log_dir, job_id)
     try:
         prepared = _plan(
@@ -285,6 +286,7 @@ def _plan(
             run_dir=str(run_dir),
             cds_options=cds_options,
             cds_missing=cds_missing,
+            log_file=str(log_path),
         )
     registry = registry_for(config)
     kept = [package.zip_path] if package else []

@@ -145,7 +145,7 @@ taskmanager.network.memory.buffers-per-channel taskmanager.data.port taskmanager
 taskmanager.memory.framework.off-heap.batch-shuffle.size taskmanager.load-balance.mode
 jobmanager.adaptive-scheduler.min-parallelism-increase jobmanager.io-pool.size
 jobmanager.memory.heap.size jobmanager.memory.jvm-overhead.fraction jobmanager.resource-id
-env.java.opts.client env.log.max env.hadoop.conf.dir env.pid.dir env.java.default-opts.all
+env.java.opts.client env.hadoop.conf.dir env.pid.dir env.java.default-opts.all
 state.backend.rocksdb.thread.num state.backend.rocksdb.log.dir state.backend.rocksdb.log.level
 state.backend.rocksdb.compaction.level.use-dynamic-size state.backend.rocksdb.use-bloom-filter
 state.backend.rocksdb.writebuffer.number-to-merge state.backend.rocksdb.block.metadata-blocksize

@@ -40,8 +40,10 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
             "Install it with: pip install 'flinkish[web]' (scripts/setup.sh does).",
         ) from None
     from flinkish_cli.client.jobs import JobClient
+    from flinkish_cli.registry.logroll import roll_own_stderr
 
     settings = WebSettings.from_config(config, __version__)
     sock = bind(str(config.get("rest.bind-address")), config.get("rest.bind-port"), settings.token)
     client = JobClient(config).open()
+    roll_own_stderr(config)
     serve(create_app(client, settings), sock, settings, echo)
