@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from flinkish_cli.client.upgrade import Result, UpgradeMode, UpgradeOutcome, judge
+from flinkish_cli.client.upgrade_outcome import Result, UpgradeMode, UpgradeOutcome
+from flinkish_cli.client.upgrade_stability import judge
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 
 JOB = "0123456789abcdef0123456789abcdef"
