@@ -54,6 +54,7 @@ from flinkish_cli.client.upgrade_outcome import (
 from flinkish_cli.client.upgrade_rollback import Rollback, bring_back
 from flinkish_cli.client.upgrade_stability import committed_beyond, judge, last_commits
 from flinkish_cli.errors import FlinkishError, JobError
+from flinkish_cli.registry import status_writer
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.spark.failures import headline
@@ -116,7 +117,7 @@ class Upgrade:
             baseline = self._baseline(old, source)
             new, launched = self._start(self.request.program, self.config, source, old.job_id)
             outcome.new_job_id, outcome.new_job_dir = new.plan.job_id, new.plan.job_dir
-            _link(self.registry, old.job_id, new.plan.job_id)
+            status_writer.link_upgrade(self.registry, old.job_id, new.plan.job_id)
             reason = self._wait_stable(new, launched)
             if reason is None:
                 outcome.result = Result.STABLE
@@ -257,7 +258,7 @@ class Upgrade:
             rollback.request, rollback.config, source, failed, True, rollback.program
         )
         outcome.rollback_job_id = prepared.plan.job_id
-        _link(self.registry, failed, prepared.plan.job_id)
+        status_writer.link_upgrade(self.registry, failed, prepared.plan.job_id)
         try:
             status = launcher.wait_until_running(prepared.registry, prepared.plan.job_id, launched)
         except JobError as error:
@@ -275,14 +276,6 @@ class Upgrade:
 # -- helpers --------------------------------------------------------------------------------
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
-
-
-def _link(registry: Any, old: str, new: str) -> None:
-    """Record on the ended job which job replaced it (the new one names it at submission)."""
-    status = registry.find(old)
-    if status is not None and status.effective_state().is_terminal:
-        status.upgraded_to = new
-        registry.write(status)
 
 
 __all__ = ["POLL_SECONDS", "Upgrade"]
