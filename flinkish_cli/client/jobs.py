@@ -44,7 +44,6 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
 
 if TYPE_CHECKING:
-    from flinkish_cli.client.upgrade import UpgradeOutcome, UpgradePresenter, UpgradeRequest
     from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
     from flinkish_cli.submission.run import Presenter
@@ -145,14 +144,6 @@ class JobClient:
         from flinkish_cli.submission.run import submit_and_follow
 
         return submit_and_follow(request, self.config, presenter)
-
-    def upgrade(self, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
-        """Replace a job's program, keeping its state, and roll back when the new program
-        does not become stable (``flinkish upgrade``; see :mod:`flinkish_cli.client.upgrade`).
-        Raises before touching the old job when anything is wrong."""
-        from flinkish_cli.client.upgrade import Upgrade
-
-        return Upgrade(self, request, presenter).run()
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting

@@ -5,7 +5,9 @@ status.json`` on every heartbeat and every completed micro-batch; any shell with
 configuration reads those files to list jobs, and writes control requests next to them to
 cancel, stop or snapshot a job (see :mod:`flinkish_cli.registry.control`, and the typed
 commands of :mod:`flinkish_cli.registry.protocol`). Each job's savepoint history is kept
-beside its status (:mod:`flinkish_cli.registry.history`).
+beside its status (:mod:`flinkish_cli.registry.history`). Every write of a status file is one
+of the named transitions of :mod:`flinkish_cli.registry.status_writer` (submitted, the
+driver's heartbeat, the supervisor's, an upgrade's link).
 """
 
 from flinkish_cli.registry.jobid import new_job_id, parse_job_id

@@ -8,6 +8,9 @@ shipped::
     <root>/<JobID>/_flinkish/program/program.json   the request and configuration
     <root>/<JobID>/_flinkish/program/<file>         the job's code as shipped (job.zip, ...)
 
+A script is kept as the ``job.zip`` it was shipped in; :func:`unpack` makes it runnable
+again, refusing an archive with a name that would land outside where it is unpacked.
+
 ``program.json`` never holds a secret: its configuration is the job's plan's (secret keys
 left out); a rollback takes the secrets from the configuration of the command that rolls
 back. Archives (``-pyarch``) are large and are kept by reference only: a rollback ships
@@ -20,6 +23,7 @@ file; it is never half-trusted.
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -141,3 +145,25 @@ def fetch(registry: JobRegistry, job_id: str, record: ProgramRecord, dest: Path)
             ) from None
         local.append(path)
     return local
+
+
+def unpack(record: ProgramRecord, files: list[Path], dest: Path) -> tuple[Path | None, list[Path]]:
+    """The kept files (from :func:`fetch`) made runnable: a script's ``job.zip`` (its first
+    file) unpacked into ``dest``. The script's path (None for a module) and the other kept
+    files (-pyfs, -pyreq's), in order."""
+    if record.kind != "file":
+        return None, files
+    job_zip, rest = files[0], files[1:]
+    with zipfile.ZipFile(job_zip) as archive:
+        _extract(archive, dest)
+    return dest / record.target, rest
+
+
+def _extract(archive: zipfile.ZipFile, dest: Path) -> None:
+    """Unpack the kept code, refusing any name that would land outside ``dest``."""
+    root = dest.resolve()
+    for name in archive.namelist():
+        target = (dest / name).resolve()
+        if not target.is_relative_to(root):
+            raise JobError(f"The kept program holds the unsafe path {name!r}; not unpacked.")
+    archive.extractall(dest)

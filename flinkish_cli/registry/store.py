@@ -6,8 +6,8 @@ Layout, under the checkpoint root (``execution.checkpointing.dir``)::
     <root>/<JobID>/_flinkish/control/...     control requests and responses (control.py)
     <root>/<JobID>/<query name>/             each query's Spark checkpoint
 
-Only the job's driver writes ``status.json`` while the job lives; a CLI writes it only to
-record what the driver can no longer record (a job cancelled after its driver died).
+This module reads and (atomically) replaces ``status.json``; who replaces it, and when, is
+:mod:`~flinkish_cli.registry.status_writer`'s: every write is one of its transitions.
 
 A status file that cannot be read as this job's status (damaged, foreign, written by
 something else) raises :class:`UnreadableStatusError` when the job is asked for by its
@@ -96,7 +96,8 @@ class JobRegistry:
 
     # -- status --------------------------------------------------------------------------
     def write(self, status: JobStatus) -> None:
-        """Atomically replace the job's status file."""
+        """Atomically replace the job's status file. In flinkish only the transitions of
+        :mod:`~flinkish_cli.registry.status_writer` call it (tests seed registries with it)."""
         self.storage.write_text(self.status_path(status.job_id), status.to_json())
 
     def find(self, job_id: str) -> JobStatus | None:

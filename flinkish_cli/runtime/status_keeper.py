@@ -1,10 +1,11 @@
 """The job's status inside its driver: one lock, and a heartbeat that writes it.
 
 :class:`StatusKeeper` holds the :class:`~flinkish_cli.registry.status.JobStatus` that the
-driver's threads update under :attr:`StatusKeeper.lock`, and writes it to the registry on
-every heartbeat (``heartbeat.interval``) and as soon as something changed (a completed
-micro-batch, a state). Writes are ordered, and the lock is held only to take a snapshot,
-never during a write, so a slow storage never blocks the job.
+driver's threads update under :attr:`StatusKeeper.lock`, and writes it to the registry
+(:func:`~flinkish_cli.registry.status_writer.publish_driver_status`) on every heartbeat
+(``heartbeat.interval``) and as soon as something changed (a completed micro-batch, a state).
+Writes are ordered, and the lock is held only to take a snapshot, never during a write, so a
+slow storage never blocks the job.
 
 It also keeps the job's longer series of batches for charts
 (:mod:`flinkish_cli.registry.series`), continued from the one in the registry: the status's
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.plan.rundir import PID_FILE
 from flinkish_cli.registry import series as series_file
+from flinkish_cli.registry import status_writer
 from flinkish_cli.registry.control import POLL_SECONDS
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -70,7 +72,7 @@ class StatusKeeper:
                 self._dirty.clear()
                 snapshot = JobStatus.from_json(self.status.to_json())
             try:
-                self.registry.write(snapshot)
+                status_writer.publish_driver_status(self.registry, snapshot)
             except Exception as error:  # never let the registry take the job down
                 log.warning("Could not write the job's status: %s", error)
             self._write_series(snapshot)

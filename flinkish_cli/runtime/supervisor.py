@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from flinkish_cli.plan.rundir import (
     replace_property,
     write_private,
 )
+from flinkish_cli.registry import status_writer
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST
 
 log = logging.getLogger("flinkish.supervisor")
@@ -55,6 +57,15 @@ SUPERVISOR_MODULE = "flinkish_cli.runtime.supervisor"
 #: How long a (re)started driver has to report before it counts as failed to start.
 START_TIMEOUT = 300.0
 POLL = 0.5
+
+
+@contextlib.contextmanager
+def _unless_unwritable() -> Iterator[None]:
+    """A status the supervisor cannot write is logged; it never ends the supervisor."""
+    try:
+        yield
+    except Exception as error:
+        log.warning("Could not write the job's status: %s", error)
 
 
 @dataclass
@@ -288,13 +299,15 @@ class Supervisor:
         now = time.time()
         decision = record_failure(self.config, status, cause, now)
         if not decision.restart:
-            status.state = JobState.FAILED
-            status.failure_cause = f"{cause}\n({decision.note})"
-            status.end_time = now
-            self._write(status)
-            log.error("Job failed: %s", status.failure_cause)
+            why = f"{cause}\n({decision.note})"
+            with _unless_unwritable():
+                status_writer.record_supervised_end(
+                    self.registry, status, os.getpid(), JobState.FAILED, why, at=now
+                )
+            log.error("Job failed: %s", why)
             return None
-        self._write(status)
+        with _unless_unwritable():
+            status_writer.record_supervised(self.registry, status, os.getpid())
         log.warning("%s Restarting the driver in %.1f s.", cause, decision.delay)
         return decision.delay
 
@@ -309,7 +322,8 @@ class Supervisor:
                 return False
             status = self.registry.find(self.spec.job_id)
             if status is not None:
-                self._write(status)
+                with _unless_unwritable():
+                    status_writer.record_supervised(self.registry, status, os.getpid())
             time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
         return True
 
@@ -362,24 +376,13 @@ class Supervisor:
 
     # -- status ----------------------------------------------------------------------------
     def _record(self, state: Any, cause: str) -> None:
-        from flinkish_cli.registry.status import JobState
-
+        """End the job in ``state`` for its driver, unless it has ended already."""
         status = self.registry.get(self.spec.job_id)
         if status.state.is_terminal:
             return
-        status.state = state
-        status.failure_cause = cause if state is not JobState.FINISHED else None
-        status.end_time = time.time()
-        self._write(status)
+        with _unless_unwritable():
+            status_writer.record_supervised_end(self.registry, status, os.getpid(), state, cause)
         log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
-
-    def _write(self, status: Any) -> None:
-        status.heartbeat = time.time()
-        status.supervisor_pid = os.getpid()
-        try:
-            self.registry.write(status)
-        except Exception as error:
-            log.warning("Could not write the job's status: %s", error)
 
     def _clean(self) -> None:
         """The run directory (private properties, the job's packages) goes with the job."""

@@ -81,6 +81,15 @@ SAVEPOINT_DAMAGED_HINT = (
 )
 
 
+def last_committed_batch(storage: Storage, directory: str) -> int | None:
+    """The newest batch in the commit log (``commits/<N>``) of ``directory``, a query's
+    checkpoint; None when it has committed none."""
+    from flinkish_cli.storage import join
+
+    commits = layout.numbered([i.name for i in _list(storage, join(directory, "commits"))])
+    return commits[-1] if commits else None
+
+
 def snapshot_query(
     storage: Storage, directory: str, name: str, require_commit: bool = True
 ) -> QuerySnapshot:
@@ -97,13 +106,13 @@ def snapshot_query(
     refuse_special_entries(
         storage, directory, f"The checkpoint of query '{name}' ({directory})", "Nothing was copied"
     )
-    commits = layout.numbered([i.name for i in _list(storage, join(directory, "commits"))])
-    if not commits and require_commit:
+    committed = last_committed_batch(storage, directory)
+    if committed is None and require_commit:
         raise SavepointError(
             f"Query '{name}' has not completed a micro-batch yet, so it has no state to save.",
             "If the job is running, wait for its first batch ('flinkish checkpoint <JobID>').",
         )
-    last = commits[-1] if commits else -1
+    last = committed if committed is not None else -1
     planned = layout.numbered([i.name for i in _list(storage, join(directory, "offsets"))])
     described = last if last >= 0 else (planned[0] if planned else None)
     try:

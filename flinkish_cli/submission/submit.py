@@ -20,11 +20,10 @@ from typing import Any
 from flinkish_cli.errors import ConfigError, JobError, UsageError
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.plan.rundir import PROPERTIES_FILE, make_run_dir
-from flinkish_cli.registry import program
+from flinkish_cli.registry import program, status_writer
 from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
-from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import check_java, pyspark_home
@@ -418,19 +417,9 @@ def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
     ``watch_cli`` (``-sae``): the job is cancelled when this process exits, however it exits.
     """
     plan = prepared.plan
-    status = JobStatus(
-        job_id=plan.job_id,
-        name=plan.name,
-        heartbeat_timeout=plan.heartbeat_timeout_s,
-        log_path=plan.log_path,
-        master=plan.master,
-        mode=plan.runtime_mode,
-        parallelism=plan.parallelism,
-        restored_from=plan.restore.source if plan.restore else None,
-        upgraded_from=prepared.upgraded_from,
-        rolled_back=prepared.rolled_back,
+    created = status_writer.record_created(
+        prepared.registry, plan, prepared.upgraded_from, prepared.rolled_back
     )
-    prepared.registry.write(status)
     program.keep(prepared.registry, plan.job_id, prepared.program, prepared.kept_files)
     try:
         return launcher.launch(
@@ -445,10 +434,7 @@ def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
             client=prepared.deployment.session,
         )
     except OSError as error:
-        from flinkish_cli.registry.status import JobState
-
-        status.state = JobState.FAILED
-        status.failure_cause = f"spark-submit could not start: {error}"
-        prepared.registry.write(status)
+        cause = f"spark-submit could not start: {error}"
+        status_writer.record_launch_failed(prepared.registry, created, cause)
         prepared.discard()
-        raise JobError(status.failure_cause) from error
+        raise JobError(cause) from error

@@ -1,14 +1,18 @@
 """When a new program counts as stable after ``flinkish upgrade``, judged from the status its
 driver writes: RUNNING, its program waiting on its queries, each of them with a batch (or
-Spark's report that it found no new input), and no failure of any kind."""
+Spark's report that it found no new input), and no failure of any kind; what it committed
+beyond the state it started from, read from its commit logs; and the outcome's final line."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
-from flinkish_cli.client.upgrade import Result, UpgradeMode, UpgradeOutcome, judge
+from flinkish_cli.client.upgrade_outcome import Result, UpgradeMode, UpgradeOutcome
+from flinkish_cli.client.upgrade_stability import committed_beyond, judge, last_commits
+from flinkish_cli.config import Configuration
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 
 JOB = "0123456789abcdef0123456789abcdef"
@@ -81,6 +85,34 @@ def test_a_query_exception_names_the_query() -> None:
     status = _status()
     status.queries["raw"].exception = "java.io.IOException: disk full"
     assert judge(status).failure == "failed in query raw: java.io.IOException: disk full"
+
+
+def _committed(root: Path, query: str, batches: int) -> QueryStatus:
+    """A query whose checkpoint's commit log holds batches 0 .. batches - 1."""
+    commits = root / query / "commits"
+    commits.mkdir(parents=True)
+    for batch in range(batches):
+        (commits / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+        (commits / f".{batch}.crc").write_bytes(b"crc")
+    return QueryStatus(name=query, checkpoint=f"{root / query}/")
+
+
+def test_the_commit_logs_say_what_the_new_job_committed(tmp_path: Path) -> None:
+    config = Configuration.from_flat({})
+    status = _status()
+    status.queries = {
+        "counts": _committed(tmp_path, "counts", 3),  # last committed batch 2
+        "raw": _committed(tmp_path, "raw", 5),  # 4
+        "new": _committed(tmp_path, "new", 1),  # 0: a query the old program did not have
+        "quiet": _committed(tmp_path, "quiet", 0),  # none yet
+        "gone": QueryStatus(name="gone", checkpoint=str(tmp_path / "gone")),
+    }
+    assert last_commits(config, status) == {"counts": 2, "raw": 4, "new": 0}
+    assert committed_beyond(config, status, {"counts": 2, "raw": 4}) == "query new batch 0"
+    assert committed_beyond(config, status, {"counts": 1, "raw": 4, "new": 0}) == (
+        "query counts batch 2"
+    )
+    assert committed_beyond(config, status, {"counts": 2, "raw": 4, "new": 0}) == ""
 
 
 def test_final_lines_say_which_job_runs_which_program_from_where() -> None:

@@ -3,6 +3,7 @@ missing record refused with a message that says what to do."""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,34 @@ def test_a_missing_kept_file_is_named(registry, tmp_path: Path) -> None:
     (Path(registry.meta_dir(JOB)) / "program" / "job.zip").unlink()
     with pytest.raises(JobError, match=r"misses job\.zip"):
         program.fetch(registry, JOB, program.load(registry, JOB), tmp_path / "back")
+
+
+def _zip(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return path
+
+
+def test_a_kept_script_is_unpacked_from_its_job_zip(tmp_path: Path) -> None:
+    job_zip = _zip(tmp_path / "job.zip", {"pipelines/job.py": "print(1)\n", "lib.py": ""})
+    deps = tmp_path / "pyfs-lib.zip"
+    script, rest = program.unpack(_record(), [job_zip, deps], tmp_path / "code")
+    assert script == tmp_path / "code" / "pipelines" / "job.py"
+    assert script.read_text() == "print(1)\n" and (tmp_path / "code" / "lib.py").exists()
+    assert rest == [deps]
+
+
+def test_a_kept_module_needs_no_unpacking(tmp_path: Path) -> None:
+    record = ProgramRecord(kind="module", target="pipelines.job")
+    files = [tmp_path / "pyfs-lib.zip"]
+    assert program.unpack(record, files, tmp_path / "code") == (None, files)
+    assert not (tmp_path / "code").exists()
+
+
+def test_a_job_zip_with_a_path_outside_is_not_unpacked(tmp_path: Path) -> None:
+    job_zip = _zip(tmp_path / "job.zip", {"pipelines/job.py": "", "../escaped.py": ""})
+    with pytest.raises(JobError, match=r"unsafe path '\.\./escaped\.py'"):
+        program.unpack(_record(), [job_zip], tmp_path / "code")
+    assert not (tmp_path / "escaped.py").exists()
+    assert not (tmp_path / "code" / "pipelines" / "job.py").exists()

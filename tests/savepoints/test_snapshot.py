@@ -9,7 +9,7 @@ import pytest
 
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.savepoints import layout
-from flinkish_cli.savepoints.create import snapshot_query, take_savepoint
+from flinkish_cli.savepoints.create import last_committed_batch, snapshot_query, take_savepoint
 from flinkish_cli.savepoints.dispose import dispose
 from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name
 from flinkish_cli.savepoints.restore import read_savepoint
@@ -47,6 +47,18 @@ def test_a_query_without_a_committed_batch_cannot_be_saved(tmp_path: Path) -> No
     (query / "offsets" / "0").write_text(OFFSETS % 0)
     with pytest.raises(SavepointError, match="has not completed a micro-batch"):
         snapshot_query(open_storage(str(tmp_path)), str(query), "q")
+
+
+def test_the_last_committed_batch_is_the_newest_commit_log_entry(tmp_path: Path) -> None:
+    storage = open_storage(str(tmp_path))
+    query = fake_checkpoint(tmp_path / "q", committed=1)
+    (query / "commits" / ".2.tmp").write_text("v1\n{}")  # a commit still being written
+    (query / "commits" / ".1.crc").write_bytes(b"crc")
+    assert last_committed_batch(storage, str(query)) == 1
+    assert last_committed_batch(storage, str(tmp_path / "missing")) is None
+    empty = tmp_path / "empty"
+    (empty / "commits").mkdir(parents=True)
+    assert last_committed_batch(storage, str(empty)) is None
 
 
 def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> None:

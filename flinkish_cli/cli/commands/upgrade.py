@@ -69,7 +69,8 @@ def upgrade(
     options apply (-p rescales, -n, -D, -m, -t); the new job always runs detached.
     """
     from flinkish_cli.client.jobs import JobClient, resolve_local
-    from flinkish_cli.client.upgrade import UpgradeMode, UpgradeRequest
+    from flinkish_cli.client.upgrade import Upgrade
+    from flinkish_cli.client.upgrade_outcome import UpgradeMode, UpgradeRequest
     from flinkish_cli.errors import UsageError
     from flinkish_cli.registry.jobid import parse_job_id
 
@@ -87,7 +88,8 @@ def upgrade(
     request = program_request("upgrade", params)
     config = load_config(conf_dir, dynamic, request.config_flags())
     presenter = UpgradeLines(output)
-    outcome = JobClient(config).upgrade(
+    outcome = Upgrade(
+        JobClient(config),
         UpgradeRequest(
             job_id=old,
             program=request,
@@ -96,7 +98,7 @@ def upgrade(
             rollback=not no_rollback,
         ),
         presenter,
-    )
+    ).run()
     if presenter.json:
         print_json(outcome.summary())
     else:
