@@ -138,6 +138,10 @@ class QueryStatus:
         self.recent.append(progress)
         del self.recent[:-RECENT_PROGRESS]
 
+    def latest(self) -> Progress | None:
+        """The query's newest completed batch (the last one recorded), if it has one."""
+        return self.recent[-1] if self.recent else None
+
 
 @dataclass
 class JobStatus:
@@ -193,6 +197,12 @@ class JobStatus:
             "cause": cause,
         }
         self.exceptions = [*self.exceptions, entry][-max(1, limit) :]
+
+    def latest_batches(self) -> dict[str, Progress]:
+        """Each query's newest completed batch (:meth:`QueryStatus.latest`), for the queries
+        that have completed one: what a view of the job's current figures shows."""
+        latest = {name: query.latest() for name, query in self.queries.items()}
+        return {name: progress for name, progress in latest.items() if progress is not None}
 
     @property
     def driver_reported(self) -> bool:

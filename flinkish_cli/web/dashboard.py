@@ -44,7 +44,7 @@ def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
 def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:
     """One row of the job list: Flink's JobDetails and the figures the list shows."""
     now = time.time() if now is None else now
-    latest = [q.recent[-1] for q in status.queries.values() if q.recent]
+    latest = status.latest_batches().values()
     last_checkpoint = max((parse_timestamp(p.timestamp) for p in latest), default=None)
     savepoint = status.last_savepoint or {}
     return {
