@@ -328,11 +328,10 @@ def checkpoint_history(status: JobStatus, size: int) -> list[dict[str, Any]]:
 
 
 def checkpoints(status: JobStatus, size: int) -> dict[str, Any]:
-    """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics)."""
+    """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics): ``counts`` are
+    the job's committed micro-batches (:meth:`JobStatus.completed_checkpoints`)."""
     history = checkpoint_history(status, size)
-    completed = sum(
-        (q.last_committed_batch + 1) for q in status.queries.values() if q.last_committed_batch
-    )
+    completed = status.completed_checkpoints()
     savepoint = None
     if status.last_savepoint:
         taken = int(status.last_savepoint.get("time") or 0)

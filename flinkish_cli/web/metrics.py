@@ -107,12 +107,7 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
         newest = max(latest.values(), key=lambda p: parse_timestamp(p.timestamp), default=None)
         g["duration"].add_metric(labels, newest.duration_ms if newest else 0)
         g["size"].add_metric(labels, sum(p.state_bytes for p in latest.values()))
-        committed = sum(
-            q.last_committed_batch + 1
-            for q in status.queries.values()
-            if q.last_committed_batch is not None
-        )
-        g["completed"].add_metric(labels, committed)
+        g["completed"].add_metric(labels, status.completed_checkpoints())
         g["failed"].add_metric(labels, 0)
         g["restore"].add_metric(labels, status.start_time * 1000 if status.restored_from else -1)
         for name, last in latest.items():

@@ -168,3 +168,17 @@ def test_the_exception_history_keeps_the_last_failures_in_order() -> None:
     again = JobStatus.from_json(status.to_json())
     assert again.exceptions == status.exceptions
     assert again.summary()["exceptions"] == status.exceptions
+
+
+def test_a_querys_committed_batches_are_the_jobs_own() -> None:
+    fresh = QueryStatus(name="q", checkpoint="/c/q")
+    assert fresh.committed_batches() == 0
+    fresh.record(Progress.from_spark(_progress(0)))
+    assert fresh.committed_batches() == 1, "batch 0 is the first committed"
+    resumed = QueryStatus(name="q", checkpoint="/c/q")  # from a savepoint at batch 99
+    for batch in range(100, 100 + RECENT_PROGRESS + 10):
+        resumed.record(Progress.from_spark(_progress(batch)))
+    assert resumed.first_batch == 100 and resumed.committed_batches() == RECENT_PROGRESS + 10
+    status = JobStatus(job_id="a" * 32, name="orders", queries={"a": fresh, "b": resumed})
+    assert status.completed_checkpoints() == 1 + RECENT_PROGRESS + 10
+    assert status.latest_batches() == {"a": fresh.recent[-1], "b": resumed.recent[-1]}

@@ -1,0 +1,91 @@
+"""What a job has completed, as ``flinkish web`` tells it, over a registry written with the
+registry's own API (as drivers write it): Flink's checkpoint counts, every micro-batch the job
+committed, batch 0 included, and for a job resumed from a savepoint its own batches only (its
+batch ids go on from the savepoint's), in the REST API's ``counts`` and the Prometheus metric
+alike; a status written by an older flinkish (no record of a query's first batch) counts from
+batch 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
+from flinkish_cli.registry.store import JobRegistry
+from tests.fixtures.flinkish_env import FlinkishEnv
+from tests.fixtures.web_server import WebServer, running_web
+
+#: a job whose two queries have each committed their first batch (batch 0)
+FRESH = "e5" * 16
+#: a job resumed from a savepoint at batches 99 and 49, now at batches 340 and 345
+RESUMED = "f6" * 16
+#: a job whose status an older flinkish wrote: no first batches
+OLDER = "a7" * 16
+NOW = time.time()
+
+
+def _query(name: str, first: int, last: int) -> QueryStatus:
+    query = QueryStatus(name=name, checkpoint=f"/cp/{name}", active=True)
+    for batch in range(first, last + 1):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(NOW - 600 + batch))
+        query.record(Progress(batch_id=batch, timestamp=f"{stamp}.000Z", input_rows=1))
+    return query
+
+
+def _running(job_id: str, **queries: tuple[int, int]) -> JobStatus:
+    status = JobStatus(
+        job_id=job_id, name=f"job-{job_id[:2]}", state=JobState.RUNNING, start_time=NOW - 900,
+        heartbeat=NOW + 3600, pid=4242,
+    )  # fmt: skip
+    status.queries = {name: _query(name, *batches) for name, batches in queries.items()}
+    return status
+
+
+@pytest.fixture(scope="module")
+def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
+    root = tmp_path_factory.mktemp("completed")
+    env = FlinkishEnv(root, root / "conf", root / "checkpoints", root / "savepoints", root / "log")
+    env.conf_dir.mkdir()
+    env.write_conf()
+    registry = JobRegistry.open(str(env.checkpoints))
+    registry.write(_running(FRESH, counts=(0, 0), raw=(0, 0)))
+    resumed = _running(RESUMED, counts=(100, 340), raw=(50, 345))
+    resumed.restored_from = "/sp/savepoint-f6f6f6-000000000001"
+    registry.write(resumed)
+    older = json.loads(_running(OLDER, counts=(0, 4)).to_json())
+    del older["queries"]["counts"]["first_batch"]
+    registry.storage.write_text(registry.status_path(OLDER), json.dumps(older))
+    return env
+
+
+@pytest.fixture(scope="module")
+def web(registry_env: FlinkishEnv) -> Iterator[WebServer]:
+    with running_web(registry_env) as server:
+        yield server
+
+
+def _json(web: WebServer, path: str) -> Any:
+    reply = web.get(path)
+    assert reply.status == 200, (path, reply)
+    return reply.json()
+
+
+def test_counts_are_every_batch_the_job_committed(web: WebServer) -> None:
+    expected = {
+        FRESH: 1 + 1,  # batch 0 of each query
+        RESUMED: (340 - 99) + (345 - 49),  # after the savepoint's batches 99 and 49
+        OLDER: 5,  # batches 0 to 4: an older status does not say where the job began
+    }
+    metrics = web.get("/metrics").body.decode()
+    for job_id, completed in expected.items():
+        counts = _json(web, f"/jobs/{job_id}/checkpoints")["counts"]
+        assert (counts["completed"], counts["total"], counts["failed"]) == (completed, completed, 0)
+        labels = f'job_id="{job_id}",job_name="job-{job_id[:2]}"'
+        sample = f"flink_jobmanager_job_numberOfCompletedCheckpoints{{{labels}}} {completed}.0"
+        assert sample in metrics, (job_id, completed)
+    assert _json(web, f"/jobs/{RESUMED}/checkpoints")["counts"]["restored"] == 1
