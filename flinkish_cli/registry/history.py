@@ -83,17 +83,12 @@ class SavepointRecord:
         return record
 
     def summary(self) -> dict[str, Any]:
-        """The record for ``savepoint list --output json``."""
-        return {
-            "job_id": self.job_id,
-            "trigger": self.trigger.value,
-            "time": int(self.time * 1000),
-            "path": self.path,
-            "state": self.state.value,
-            "size": self.size,
-            "batches": dict(self.batches),
-            "cause": self.cause,
-        }
+        """The record as every JSON answer shows a savepoint (``savepoint list --output
+        json``, the dashboard's history, a job's last savepoint): all its fields, its time in
+        epoch ms."""
+        data = asdict(self)
+        data.update(trigger=self.trigger.value, state=self.state.value, time=int(self.time * 1000))
+        return data
 
 
 class SavepointHistory:

@@ -20,7 +20,6 @@ of Flink's).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +73,9 @@ def series(status: JobStatus, kept: Series) -> dict[str, Any]:
 
 
 def savepoints(records: list[SavepointRecord]) -> dict[str, Any]:
-    """``GET /flinkish/jobs/:jobid/savepoints``: newest first, times in epoch ms."""
-    entries = []
-    for record in sorted(records, key=lambda r: r.time, reverse=True):
-        entry = asdict(record)
-        entry.update(
-            trigger=record.trigger.value,
-            state=record.state.value,
-            time=int(record.time * 1000),
-        )
-        entries.append(entry)
-    return {"savepoints": entries}
+    """``GET /flinkish/jobs/:jobid/savepoints``: the records in the order given (the job
+    client's history: newest first), as ``savepoint list --output json`` shows them."""
+    return {"savepoints": [record.summary() for record in records]}
 
 
 def is_public(path: str) -> bool:

@@ -53,6 +53,8 @@ def test_records_are_listed_newest_first_per_job_and_for_all(tmp_path: Path) -> 
         "size": 10,
         "batches": {},
         "cause": None,
+        "explicit_target": False,
+        "record_id": first.record_id,
     }
 
 

@@ -1,9 +1,11 @@
-"""What a job has completed, as ``flinkish web`` tells it, over a registry written with the
-registry's own API (as drivers write it): Flink's checkpoint counts, every micro-batch the job
-committed, batch 0 included, and for a job resumed from a savepoint its own batches only (its
-batch ids go on from the savepoint's), in the REST API's ``counts`` and the Prometheus metric
-alike; a status written by an older flinkish (no record of a query's first batch) counts from
-batch 0.
+"""What a job has completed, as ``flinkish web`` and the CLI tell it, over a registry written
+with the registry's own API (as drivers write it):
+
+- Flink's checkpoint counts: every micro-batch the job committed, batch 0 included, and for a
+  job resumed from a savepoint its own batches only (its batch ids go on from the
+  savepoint's), in the REST API's ``counts`` and the Prometheus metric alike; a status
+  written by an older flinkish (no record of a query's first batch) counts from batch 0;
+- a savepoint shown as the same JSON by ``savepoint list`` and the dashboard's history.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from flinkish_cli.registry.history import SavepointHistory, SavepointRecord, SavepointState, Trigger
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from tests.fixtures.flinkish_env import FlinkishEnv
@@ -26,7 +29,10 @@ FRESH = "e5" * 16
 RESUMED = "f6" * 16
 #: a job whose status an older flinkish wrote: no first batches
 OLDER = "a7" * 16
+#: a job with savepoints: a COMPLETED one, then a DISPOSED one, then a FAILED one
+SAVED = "b8" * 16
 NOW = time.time()
+KEPT, DISPOSED = "/sp/savepoint-b8b8b8-000000000002", "/sp/savepoint-b8b8b8-000000000003"
 
 
 def _query(name: str, first: int, last: int) -> QueryStatus:
@@ -57,9 +63,21 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     resumed = _running(RESUMED, counts=(100, 340), raw=(50, 345))
     resumed.restored_from = "/sp/savepoint-f6f6f6-000000000001"
     registry.write(resumed)
+    registry.write(_running(SAVED, counts=(0, 9)))
     older = json.loads(_running(OLDER, counts=(0, 4)).to_json())
     del older["queries"]["counts"]["first_batch"]
     registry.storage.write_text(registry.status_path(OLDER), json.dumps(older))
+    history = SavepointHistory(registry)
+    for state, path, age in (
+        (SavepointState.COMPLETED, KEPT, 300),
+        (SavepointState.DISPOSED, DISPOSED, 200),
+        (SavepointState.FAILED, "/sp", 100),
+    ):
+        history.record(
+            SavepointRecord(SAVED, Trigger.PERIODIC, state, path, NOW - age, size=4096,
+                            batches={"counts": 9}, cause="disk full" if path == "/sp" else None)
+        )  # fmt: skip
+        time.sleep(0.001)  # record ids sort by the time they were made
     return env
 
 
@@ -80,6 +98,7 @@ def test_counts_are_every_batch_the_job_committed(web: WebServer) -> None:
         FRESH: 1 + 1,  # batch 0 of each query
         RESUMED: (340 - 99) + (345 - 49),  # after the savepoint's batches 99 and 49
         OLDER: 5,  # batches 0 to 4: an older status does not say where the job began
+        SAVED: 10,
     }
     metrics = web.get("/metrics").body.decode()
     for job_id, completed in expected.items():
@@ -89,3 +108,12 @@ def test_counts_are_every_batch_the_job_committed(web: WebServer) -> None:
         sample = f"flink_jobmanager_job_numberOfCompletedCheckpoints{{{labels}}} {completed}.0"
         assert sample in metrics, (job_id, completed)
     assert _json(web, f"/jobs/{RESUMED}/checkpoints")["counts"]["restored"] == 1
+
+
+def test_the_dashboards_history_shows_savepoints_as_savepoint_list_does(
+    web: WebServer, registry_env: FlinkishEnv
+) -> None:
+    listed = registry_env.run("savepoint", "list", SAVED, "--output", "json", check=True).stdout
+    shown = _json(web, f"/flinkish/jobs/{SAVED}/savepoints")
+    assert shown == json.loads(listed)
+    assert [r["state"] for r in shown["savepoints"]] == ["FAILED", "DISPOSED", "COMPLETED"]
