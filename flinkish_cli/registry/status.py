@@ -188,8 +188,6 @@ class JobStatus:
     #: When each failure the restart strategy judged happened (epoch seconds), in order: a
     #: restarted driver or its supervisor replays them, so the strategy spans processes.
     failure_times: list[float] = field(default_factory=list)
-    #: The last savepoint the job completed: its path, time (ms) and trigger.
-    last_savepoint: dict[str, Any] | None = None
     #: The job's last failures, oldest first (see :meth:`remember_failure`).
     exceptions: list[dict[str, Any]] = field(default_factory=list)
     #: The program reached its first wait (``awaitTermination`` and the like, or its end):
@@ -329,7 +327,6 @@ class JobStatus:
             },
             "restored-from": self.restored_from,
             "restarts": self.restarts,
-            "last-savepoint": dict(self.last_savepoint) if self.last_savepoint else None,
             "exceptions": list(self.exceptions),
             "upgraded_from": self.upgraded_from,
             "upgraded_to": self.upgraded_to,

@@ -20,6 +20,7 @@ of Flink's).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,14 @@ def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
     return {SESSION_KEY: session_cluster, "flinkish-version": version}
 
 
-def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:
-    """One row of the job list: Flink's JobDetails and the figures the list shows."""
+def job_row(
+    status: JobStatus, now: float | None = None, last_savepoint: SavepointRecord | None = None
+) -> dict[str, Any]:
+    """One row of the job list: Flink's JobDetails and the figures the list shows, its
+    queries' latest batches' and its last savepoint (the history's newest completed)."""
     now = time.time() if now is None else now
     latest = status.latest_batches().values()
     last_checkpoint = max((parse_timestamp(p.timestamp) for p in latest), default=None)
-    savepoint = status.last_savepoint or {}
     return {
         **job_overview(status, now),
         "queries": len(status.queries),
@@ -53,16 +56,21 @@ def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "last-checkpoint": last_checkpoint,
         "input-rate": round(sum(p.input_rows_per_second for p in latest), 3),
         "processing-rate": round(sum(p.processed_rows_per_second for p in latest), 3),
-        "last-savepoint": (
-            {"path": savepoint.get("path"), "time": savepoint.get("time")} if savepoint else None
-        ),
+        "last-savepoint": last_savepoint.summary() if last_savepoint else None,
     }
 
 
-def job_rows(statuses: list[JobStatus], unreadable: int) -> dict[str, Any]:
-    """``GET /flinkish/jobs``: newest first, and how many jobs could not be read."""
+def job_rows(
+    statuses: list[JobStatus],
+    unreadable: int,
+    last_savepoints: Mapping[str, SavepointRecord | None] | None = None,
+) -> dict[str, Any]:
+    """``GET /flinkish/jobs``: newest first, and how many jobs could not be read;
+    ``last_savepoints`` holds each job's last savepoint by JobID (the job client's
+    ``last_savepoints``), a job without one shows none."""
     now = time.time()
-    rows = [job_row(s, now) for s in statuses]
+    savepoints = last_savepoints or {}
+    rows = [job_row(s, now, savepoints.get(s.job_id)) for s in statuses]
     rows.sort(key=lambda r: r["start-time"], reverse=True)
     return {"jobs": rows, "unreadable": unreadable, "now": int(now * 1000)}
 

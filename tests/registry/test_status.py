@@ -1,5 +1,6 @@
 """Job status: serialisation, progress records, and the heartbeat rule."""
 
+import json
 import time
 
 import pytest
@@ -182,3 +183,19 @@ def test_a_querys_committed_batches_are_the_jobs_own() -> None:
     status = JobStatus(job_id="a" * 32, name="orders", queries={"a": fresh, "b": resumed})
     assert status.completed_checkpoints() == 1 + RECENT_PROGRESS + 10
     assert status.latest_batches() == {"a": fresh.recent[-1], "b": resumed.recent[-1]}
+
+
+def test_a_status_written_by_an_older_flinkish_is_read() -> None:
+    """It had a ``last_savepoint`` (the savepoint history owns it now: ignored) and no
+    first batches (its queries' batches are counted from batch 0)."""
+    status = JobStatus(job_id="a" * 32, name="orders")
+    query = QueryStatus(name="q", checkpoint="/c/q")
+    for batch in range(3, 8):
+        query.record(Progress.from_spark(_progress(batch)))
+    status.queries["q"] = query
+    data = json.loads(status.to_json())
+    data["last_savepoint"] = {"path": "/sp/savepoint-aaaaaa-000000000001", "time": 1}
+    del data["queries"]["q"]["first_batch"]
+    again = JobStatus.from_json(json.dumps(data))
+    assert "last_savepoint" not in json.loads(again.to_json())
+    assert again.queries["q"].committed_batches() == 8

@@ -139,7 +139,7 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
         on_disk = sum(f.stat().st_size for f in Path(record["path"]).rglob("*") if f.is_file())
         assert 0 < record["size"] <= on_disk  # its files, without the manifest
     assert records[0]["batches"]["raw"] >= records[1]["batches"]["raw"]
-    assert env.job(job)["last-savepoint"]["path"] == second
+    assert env.job(job)["last-savepoint"] == records[0], "its newest, as savepoint list shows it"
     stopped_at = records[0]["batches"]
 
     cycle.add_input(2)  # arrives while the job is stopped
@@ -157,6 +157,8 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     assert len(kept) >= 2 and all(Path(p, "_metadata").is_file() for p in kept[:2])
     assert not any(Path(p).exists() for p in gone)
     assert records[0]["state"] == "COMPLETED", "the newest is never disposed"
+    last = env.job(resumed)["last-savepoint"]  # periodic savepoints go on meanwhile
+    assert last["state"] == "COMPLETED" and last["record_id"] >= records[0]["record_id"]
     assert env.job(resumed)["state"] == "RUNNING"
     _check_resumed_counts(env, resumed, stopped_at)
     env.run("cancel", resumed, check=True)

@@ -5,6 +5,8 @@ with the registry's own API (as drivers write it):
   job resumed from a savepoint its own batches only (its batch ids go on from the
   savepoint's), in the REST API's ``counts`` and the Prometheus metric alike; a status
   written by an older flinkish (no record of a query's first batch) counts from batch 0;
+- a job's last savepoint: the newest COMPLETED record of its savepoint history, never a newer
+  DISPOSED or FAILED one, and never what an older status file still says;
 - a savepoint shown as the same JSON by ``savepoint list`` and the dashboard's history.
 """
 
@@ -27,12 +29,22 @@ from tests.fixtures.web_server import WebServer, running_web
 FRESH = "e5" * 16
 #: a job resumed from a savepoint at batches 99 and 49, now at batches 340 and 345
 RESUMED = "f6" * 16
-#: a job whose status an older flinkish wrote: no first batches
+#: a job whose status an older flinkish wrote: no first batches, a ``last_savepoint`` key
 OLDER = "a7" * 16
 #: a job with savepoints: a COMPLETED one, then a DISPOSED one, then a FAILED one
 SAVED = "b8" * 16
 NOW = time.time()
 KEPT, DISPOSED = "/sp/savepoint-b8b8b8-000000000002", "/sp/savepoint-b8b8b8-000000000003"
+
+#: The handlers of ``flinkish_cli/web/app.py`` (``job``, ``job_checkpoints``,
+#: ``dashboard_jobs``) do not yet ask the job client for the last savepoint and pass it on:
+#: until they do, the REST API and the dashboard's job list show none. Strict, so that the
+#: mark fails (and goes) once they do.
+NEEDS_THE_HANDLERS = pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="web/app.py's handlers do not pass the job client's last savepoint on yet",
+)
 
 
 def _query(name: str, first: int, last: int) -> QueryStatus:
@@ -66,6 +78,7 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     registry.write(_running(SAVED, counts=(0, 9)))
     older = json.loads(_running(OLDER, counts=(0, 4)).to_json())
     del older["queries"]["counts"]["first_batch"]
+    older["last_savepoint"] = {"path": "/sp/savepoint-a7a7a7-000000000001", "time": 1, "x": 2}
     registry.storage.write_text(registry.status_path(OLDER), json.dumps(older))
     history = SavepointHistory(registry)
     for state, path, age in (
@@ -110,6 +123,16 @@ def test_counts_are_every_batch_the_job_committed(web: WebServer) -> None:
     assert _json(web, f"/jobs/{RESUMED}/checkpoints")["counts"]["restored"] == 1
 
 
+def test_the_last_savepoint_is_the_newest_completed_one(registry_env: FlinkishEnv) -> None:
+    jobs = {job["jid"]: job for job in registry_env.list_jobs()}
+    listed = registry_env.run("savepoint", "list", SAVED, "--output", "json", check=True).stdout
+    kept = next(r for r in json.loads(listed)["savepoints"] if r["path"] == KEPT)
+    assert jobs[SAVED]["last-savepoint"] == kept, "the same savepoint, shown the same way"
+    assert kept["state"] == "COMPLETED" and kept["trigger"] == "PERIODIC"
+    assert jobs[OLDER]["last-savepoint"] is None, "an older status's own record is not read"
+    assert jobs[FRESH]["last-savepoint"] is None
+
+
 def test_the_dashboards_history_shows_savepoints_as_savepoint_list_does(
     web: WebServer, registry_env: FlinkishEnv
 ) -> None:
@@ -117,3 +140,15 @@ def test_the_dashboards_history_shows_savepoints_as_savepoint_list_does(
     shown = _json(web, f"/flinkish/jobs/{SAVED}/savepoints")
     assert shown == json.loads(listed)
     assert [r["state"] for r in shown["savepoints"]] == ["FAILED", "DISPOSED", "COMPLETED"]
+
+
+@NEEDS_THE_HANDLERS
+def test_the_rest_api_and_the_job_list_show_the_last_completed_savepoint(web: WebServer) -> None:
+    latest = _json(web, f"/jobs/{SAVED}/checkpoints")["latest"]["savepoint"]
+    assert latest is not None, "no savepoint shown"
+    assert latest["external_path"] == KEPT and latest["is_savepoint"] is True
+    assert latest["trigger_timestamp"] == int((NOW - 300) * 1000)
+    assert _json(web, f"/jobs/{SAVED}")["last-savepoint"]["path"] == KEPT
+    rows = {row["jid"]: row for row in _json(web, "/flinkish/jobs")["jobs"]}
+    assert rows[SAVED]["last-savepoint"]["path"] == KEPT
+    assert rows[OLDER]["last-savepoint"] is None

@@ -66,7 +66,6 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
         parallelism=2,
         restarts=1,
         restored_from="/sp/savepoint-a1a1a1-000000000001",
-        last_savepoint={"path": "/sp/savepoint-a1a1a1-000000000002", "time": int(NOW * 1000)},
     )
     running.queries = {"counts": _query(RUNNING, "counts", 3, 7), "raw": _query(RUNNING, "raw", 2)}
     running.remember_failure("ValueError: bad row\n  at job.py:3", NOW - 90, 16, "counts")
@@ -142,7 +141,6 @@ def test_a_job_its_checkpoints_and_its_exceptions(web: WebServer) -> None:
     assert all(c["@class"] == "completed" and c["status"] == "COMPLETED" for c in history)
     assert stats["counts"]["completed"] == 3 + 2 and stats["counts"]["restored"] == 1
     assert stats["latest"]["completed"]["end_to_end_duration"] == 300
-    assert stats["latest"]["savepoint"]["external_path"].endswith("000000000002")
     assert stats["latest"]["restored"]["external_path"].endswith("000000000001")
     assert stats["summary"]["end_to_end_duration"]["max"] == 300
     newest = stats["latest"]["completed"]
