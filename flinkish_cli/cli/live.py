@@ -23,8 +23,9 @@ def job_table(status: Any) -> Any:
         "last committed",
     ):
         table.add_column(column, justify="left" if column in ("query", "watermark") else "right")
+    latest = status.latest_batches()
     for name, query in status.queries.items():
-        last = query.recent[-1] if query.recent else None
+        last = latest.get(name)
         table.add_row(
             name,
             str(last.batch_id) if last else "-",

@@ -410,6 +410,20 @@ class JobClient:
                     operator["rows"] = rows_of.get(operator["id"], {})
         return summary
 
+    def last_savepoint(self, job_id: str) -> SavepointRecord | None:
+        """The job's last savepoint: the newest completed one of its history (see
+        :meth:`~flinkish_cli.registry.history.SavepointHistory.last_completed`)."""
+        return SavepointHistory(self.registry).last_completed(parse_job_id(job_id))
+
+    def last_savepoints(self, job_ids: list[str]) -> dict[str, SavepointRecord | None]:
+        """:meth:`last_savepoint` of every job of a job list, by JobID, read in parallel."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not job_ids:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(16, len(job_ids))) as pool:
+            return dict(zip(job_ids, pool.map(self.last_savepoint, job_ids), strict=True))
+
 
 def checkpoint_of(job_id: str, result: dict[str, Any]) -> CheckpointDone:
     """The checkpoint a job's answer names; a :class:`SavepointError` when it names none."""

@@ -18,6 +18,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -83,17 +84,12 @@ class SavepointRecord:
         return record
 
     def summary(self) -> dict[str, Any]:
-        """The record for ``savepoint list --output json``."""
-        return {
-            "job_id": self.job_id,
-            "trigger": self.trigger.value,
-            "time": int(self.time * 1000),
-            "path": self.path,
-            "state": self.state.value,
-            "size": self.size,
-            "batches": dict(self.batches),
-            "cause": self.cause,
-        }
+        """The record as every JSON answer shows a savepoint (``savepoint list --output
+        json``, the dashboard's history, a job's last savepoint): all its fields, its time in
+        epoch ms."""
+        data = asdict(self)
+        data.update(trigger=self.trigger.value, state=self.state.value, time=int(self.time * 1000))
+        return data
 
 
 class SavepointHistory:
@@ -116,25 +112,41 @@ class SavepointHistory:
         """Write (or rewrite) ``record``."""
         self.registry.storage.write_text(self._path(record), record.to_json())
 
-    def of_job(self, job_id: str) -> list[SavepointRecord]:
-        """The job's savepoints, newest first."""
+    def _newest_first(self, job_id: str) -> Iterator[SavepointRecord]:
+        """The job's records, read one at a time as they are asked for, newest first: one
+        listing of its directory (a record's file is named by its id, which sorts by time),
+        then one read per record. An unreadable record is skipped."""
         from flinkish_cli.storage import join
 
         storage = self.registry.storage
         directory = self._dir(job_id)
-        records = []
-        for info in storage.list(directory):
-            if info.is_dir or not info.name.endswith(".json"):
-                continue
+        names = sorted(
+            (i.name for i in storage.list(directory) if not i.is_dir and i.name.endswith(".json")),
+            reverse=True,
+        )
+        for name in names:
             try:
-                records.append(
-                    SavepointRecord.from_json(storage.read_text(join(directory, info.name)))
-                )
+                yield SavepointRecord.from_json(storage.read_text(join(directory, name)))
             except FileNotFoundError:
                 continue
             except (ValueError, TypeError, KeyError, RecursionError) as error:
-                log.warning("Skipping the unreadable savepoint record %s: %s", info.name, error)
-        return sorted(records, key=lambda r: r.record_id, reverse=True)
+                log.warning("Skipping the unreadable savepoint record %s: %s", name, error)
+
+    def of_job(self, job_id: str) -> list[SavepointRecord]:
+        """The job's savepoints, newest first."""
+        return sorted(self._newest_first(job_id), key=lambda r: r.record_id, reverse=True)
+
+    def last_completed(self, job_id: str) -> SavepointRecord | None:
+        """The job's last savepoint: its newest COMPLETED record (never a DISPOSED or FAILED
+        one), or None. The one answer to "the job's last savepoint" (its list entry, its
+        REST checkpoint statistics, the dashboard). Its own savepoints only, as in Flink: the
+        savepoint a job was upgraded or resumed from is where it was restored from
+        (``restored_from``), not its own.
+
+        One listing of the job's records, then reads from the newest until one is COMPLETED:
+        one read in the usual case (only a newer FAILED or DISPOSED record costs another)."""
+        completed = (r for r in self._newest_first(job_id) if r.state is SavepointState.COMPLETED)
+        return next(completed, None)
 
     def of_lineage(self, job_id: str) -> list[SavepointRecord]:
         """The savepoints of the job and of the jobs it was upgraded from (``flinkish

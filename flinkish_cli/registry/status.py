@@ -142,14 +142,35 @@ class QueryStatus:
     #: Spark reported the query idle (its last trigger found no new input) since its last
     #: batch with input
     idle: bool = False
+    #: The first batch this job committed for the query. Batch ids continue the query's
+    #: checkpoint (a job resumed from a savepoint at batch 100 commits 101 first), so the
+    #: job's own batches are counted from here (:meth:`committed_batches`).
+    first_batch: int | None = None
 
     def record(self, progress: Progress) -> None:
         """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""
         if progress.input_rows:
             self.idle = False
+        if self.first_batch is None:
+            self.first_batch = progress.batch_id
         self.last_committed_batch = progress.batch_id
         self.recent.append(progress)
         del self.recent[:-RECENT_PROGRESS]
+
+    def committed_batches(self) -> int:
+        """How many micro-batches this job committed for the query: from its first batch
+        (:attr:`first_batch`) to its last, both included, so batch ``n`` of a fresh query
+        is its ``n + 1``-th. The batches of the job it was resumed from (a savepoint's, a
+        checkpoint location the script reuses) are not this job's and are not counted.
+        A status written before :attr:`first_batch` was kept counts from batch 0."""
+        if self.last_committed_batch is None:
+            return 0
+        first = self.first_batch if self.first_batch is not None else 0
+        return max(0, self.last_committed_batch - first + 1)
+
+    def latest(self) -> Progress | None:
+        """The query's newest completed batch (the last one recorded), if it has one."""
+        return self.recent[-1] if self.recent else None
 
 
 @dataclass
@@ -180,8 +201,6 @@ class JobStatus:
     #: When each failure the restart strategy judged happened (epoch seconds), in order: a
     #: restarted driver or its supervisor replays them, so the strategy spans processes.
     failure_times: list[float] = field(default_factory=list)
-    #: The last savepoint the job completed: its path, time (ms) and trigger.
-    last_savepoint: dict[str, Any] | None = None
     #: The job's last failures, oldest first (see :meth:`remember_failure`).
     exceptions: list[dict[str, Any]] = field(default_factory=list)
     #: The program reached its first wait (``awaitTermination`` and the like, or its end):
@@ -206,6 +225,20 @@ class JobStatus:
             "cause": cause,
         }
         self.exceptions = [*self.exceptions, entry][-max(1, limit) :]
+
+    def latest_batches(self) -> dict[str, Progress]:
+        """Each query's newest completed batch (:meth:`QueryStatus.latest`), for the queries
+        that have completed one: what a view of the job's current figures shows."""
+        latest = {name: query.latest() for name, query in self.queries.items()}
+        return {name: progress for name, progress in latest.items() if progress is not None}
+
+    def completed_checkpoints(self) -> int:
+        """Flink's count of completed checkpoints: the micro-batches this job has committed,
+        every query's (:meth:`QueryStatus.committed_batches`). As in Flink, the count is the
+        job's own: a job resumed from a savepoint starts from 0 (its batch ids go on from
+        the savepoint's), and a restarted query's batches add to those before the restart.
+        """
+        return sum(query.committed_batches() for query in self.queries.values())
 
     @property
     def driver_reported(self) -> bool:
@@ -307,7 +340,6 @@ class JobStatus:
             },
             "restored-from": self.restored_from,
             "restarts": self.restarts,
-            "last-savepoint": dict(self.last_savepoint) if self.last_savepoint else None,
             "exceptions": list(self.exceptions),
             "upgraded_from": self.upgraded_from,
             "upgraded_to": self.upgraded_to,

@@ -220,9 +220,12 @@ def _problem(status: JobStatus, job_id: str) -> str | None:
     for name, query in status.queries.items():
         if not is_query_name(name) or query.name != name:
             return f"it names a query {str(name)[:80]!r}, which cannot be a query identity"
-        batch = query.last_committed_batch
-        if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
-            return f"query {name}'s last committed batch is not a whole number"
+        for what, batch in (
+            ("last committed", query.last_committed_batch),
+            ("first", query.first_batch),
+        ):
+            if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
+                return f"query {name}'s {what} batch is not a whole number"
     return None
 
 

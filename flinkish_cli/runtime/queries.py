@@ -107,7 +107,17 @@ class JobQueries:
                 query.shape.describe(),
             )
         with self.keeper.lock:
-            self._entries[query.identity] = QueryStatus(name=query.identity, checkpoint=checkpoint)
+            # a restarted attempt's query goes on from its checkpoint: where the job's batches
+            # of it began and ended stays (what counts them), the rest starts afresh
+            before = self._entries.get(query.identity)
+            if before is not None and before.checkpoint != checkpoint:
+                before = None
+            self._entries[query.identity] = QueryStatus(
+                name=query.identity,
+                checkpoint=checkpoint,
+                last_committed_batch=before.last_committed_batch if before else None,
+                first_batch=before.first_batch if before else None,
+            )
             self.identities[query.identity] = query
 
     def _set_trigger(self, writer: Any, query: QueryIdentity) -> None:

@@ -108,13 +108,6 @@ class Snapshots:
             log.warning("Could not read the manifest of savepoint %s: %s", path, error)
         self._remember(record)
         self._retain()
-        with self.keeper.lock:
-            self.keeper.status.last_savepoint = {
-                "path": path,
-                "time": int(record.time * 1000),
-                "trigger": trigger.value,
-            }
-        self.keeper.changed()
         return path
 
     def _retain(self) -> None:

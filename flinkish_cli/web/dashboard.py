@@ -20,7 +20,7 @@ of Flink's).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,14 @@ def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
     return {SESSION_KEY: session_cluster, "flinkish-version": version}
 
 
-def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:
-    """One row of the job list: Flink's JobDetails and the figures the list shows."""
+def job_row(
+    status: JobStatus, now: float | None = None, last_savepoint: SavepointRecord | None = None
+) -> dict[str, Any]:
+    """One row of the job list: Flink's JobDetails and the figures the list shows, its
+    queries' latest batches' and its last savepoint (the history's newest completed)."""
     now = time.time() if now is None else now
-    latest = [q.recent[-1] for q in status.queries.values() if q.recent]
+    latest = status.latest_batches().values()
     last_checkpoint = max((parse_timestamp(p.timestamp) for p in latest), default=None)
-    savepoint = status.last_savepoint or {}
     return {
         **job_overview(status, now),
         "queries": len(status.queries),
@@ -54,16 +56,21 @@ def job_row(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "last-checkpoint": last_checkpoint,
         "input-rate": round(sum(p.input_rows_per_second for p in latest), 3),
         "processing-rate": round(sum(p.processed_rows_per_second for p in latest), 3),
-        "last-savepoint": (
-            {"path": savepoint.get("path"), "time": savepoint.get("time")} if savepoint else None
-        ),
+        "last-savepoint": last_savepoint.summary() if last_savepoint else None,
     }
 
 
-def job_rows(statuses: list[JobStatus], unreadable: int) -> dict[str, Any]:
-    """``GET /flinkish/jobs``: newest first, and how many jobs could not be read."""
+def job_rows(
+    statuses: list[JobStatus],
+    unreadable: int,
+    last_savepoints: Mapping[str, SavepointRecord | None] | None = None,
+) -> dict[str, Any]:
+    """``GET /flinkish/jobs``: newest first, and how many jobs could not be read;
+    ``last_savepoints`` holds each job's last savepoint by JobID (the job client's
+    ``last_savepoints``), a job without one shows none."""
     now = time.time()
-    rows = [job_row(s, now) for s in statuses]
+    savepoints = last_savepoints or {}
+    rows = [job_row(s, now, savepoints.get(s.job_id)) for s in statuses]
     rows.sort(key=lambda r: r["start-time"], reverse=True)
     return {"jobs": rows, "unreadable": unreadable, "now": int(now * 1000)}
 
@@ -74,17 +81,9 @@ def series(status: JobStatus, kept: Series) -> dict[str, Any]:
 
 
 def savepoints(records: list[SavepointRecord]) -> dict[str, Any]:
-    """``GET /flinkish/jobs/:jobid/savepoints``: newest first, times in epoch ms."""
-    entries = []
-    for record in sorted(records, key=lambda r: r.time, reverse=True):
-        entry = asdict(record)
-        entry.update(
-            trigger=record.trigger.value,
-            state=record.state.value,
-            time=int(record.time * 1000),
-        )
-        entries.append(entry)
-    return {"savepoints": entries}
+    """``GET /flinkish/jobs/:jobid/savepoints``: the records in the order given (the job
+    client's history: newest first), as ``savepoint list --output json`` shows them."""
+    return {"savepoints": [record.summary() for record in records]}
 
 
 def is_public(path: str) -> bool:

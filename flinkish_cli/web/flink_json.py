@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, parse_timestamp
 
 #: Flink's job states (JobStatus), in the order Flink's ``timestamps`` lists them.
@@ -113,8 +114,11 @@ def job_overview(status: JobStatus, now: float | None = None) -> dict[str, Any]:
     }
 
 
-def job_details(status: JobStatus, now: float | None = None) -> dict[str, Any]:
-    """``GET /jobs/:jobid`` (Flink's JobDetailsInfo): one vertex per query."""
+def job_details(
+    status: JobStatus, now: float | None = None, last_savepoint: SavepointRecord | None = None
+) -> dict[str, Any]:
+    """``GET /jobs/:jobid`` (Flink's JobDetailsInfo): one vertex per query; with flinkish's
+    own fields beside, ``last-savepoint`` (the history's newest completed) among them."""
     now = time.time() if now is None else now
     state = status.effective_state(now)
     parallelism = int(status.parallelism or 1)
@@ -194,7 +198,7 @@ def job_details(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "restarts": status.restarts,
         "upgraded_from": status.upgraded_from,
         "upgraded_to": status.upgraded_to,
-        "last-savepoint": dict(status.last_savepoint) if status.last_savepoint else None,
+        "last-savepoint": last_savepoint.summary() if last_savepoint else None,
         "failure-cause": status.effective_failure_cause(now),
     }
 
@@ -327,15 +331,18 @@ def checkpoint_history(status: JobStatus, size: int) -> list[dict[str, Any]]:
     return entries[:size]
 
 
-def checkpoints(status: JobStatus, size: int) -> dict[str, Any]:
-    """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics)."""
+def checkpoints(
+    status: JobStatus, size: int, last_savepoint: SavepointRecord | None = None
+) -> dict[str, Any]:
+    """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics): ``counts`` are
+    the job's committed micro-batches (:meth:`JobStatus.completed_checkpoints`), ``latest``
+    its newest batch and ``last_savepoint``, the newest completed savepoint of its history
+    (:meth:`~flinkish_cli.registry.history.SavepointHistory.last_completed`)."""
     history = checkpoint_history(status, size)
-    completed = sum(
-        (q.last_committed_batch + 1) for q in status.queries.values() if q.last_committed_batch
-    )
+    completed = status.completed_checkpoints()
     savepoint = None
-    if status.last_savepoint:
-        taken = int(status.last_savepoint.get("time") or 0)
+    if last_savepoint is not None:
+        taken = int(last_savepoint.time * 1000)
         savepoint = {
             "@class": "completed",
             "id": 0,
@@ -354,7 +361,7 @@ def checkpoints(status: JobStatus, size: int) -> dict[str, Any]:
             "num_acknowledged_subtasks": len(status.queries),
             "checkpoint_type": "SAVEPOINT",
             "tasks": {},
-            "external_path": status.last_savepoint.get("path"),
+            "external_path": last_savepoint.path,
             "discarded": False,
         }
     restored = None

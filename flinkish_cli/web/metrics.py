@@ -103,22 +103,15 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
         g["downtime"].add_metric(labels, (now - since) * 1000 if troubled else 0)
         g["restarts"].add_metric(labels, status.restarts)
         g["state"].add_metric([*labels, state.value], 1)
-        latest = [q.recent[-1] for q in status.queries.values() if q.recent]
-        newest = max(latest, key=lambda p: parse_timestamp(p.timestamp), default=None)
+        latest = status.latest_batches()
+        newest = max(latest.values(), key=lambda p: parse_timestamp(p.timestamp), default=None)
         g["duration"].add_metric(labels, newest.duration_ms if newest else 0)
-        g["size"].add_metric(labels, sum(p.state_bytes for p in latest))
-        committed = sum(
-            q.last_committed_batch + 1
-            for q in status.queries.values()
-            if q.last_committed_batch is not None
-        )
-        g["completed"].add_metric(labels, committed)
+        g["size"].add_metric(labels, sum(p.state_bytes for p in latest.values()))
+        g["completed"].add_metric(labels, status.completed_checkpoints())
         g["failed"].add_metric(labels, 0)
         g["restore"].add_metric(labels, status.start_time * 1000 if status.restored_from else -1)
-        for name, query in status.queries.items():
-            if not query.recent:
-                continue
-            last, qlabels = query.recent[-1], [*labels, name]
+        for name, last in latest.items():
+            qlabels = [*labels, name]
             g["in_rate"].add_metric(qlabels, last.input_rows_per_second)
             g["out_rate"].add_metric(qlabels, last.processed_rows_per_second)
             if last.watermark:

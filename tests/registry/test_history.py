@@ -53,6 +53,8 @@ def test_records_are_listed_newest_first_per_job_and_for_all(tmp_path: Path) -> 
         "size": 10,
         "batches": {},
         "cause": None,
+        "explicit_target": False,
+        "record_id": first.record_id,
     }
 
 
@@ -103,3 +105,34 @@ def test_a_loop_of_damaged_links_ends(tmp_path: Path) -> None:
     registry.write(JobStatus(job_id=B, name="job-b", upgraded_from=A))
     history.record(_record(A, Trigger.UPGRADE, "/sp/savepoint-aaaaaa-000000000001"))
     assert len(history.of_lineage(A)) == 1
+
+
+def test_the_last_savepoint_is_the_newest_completed_record(tmp_path: Path) -> None:
+    history = _history(tmp_path)
+    assert history.last_completed(A) is None, "no savepoint yet"
+    older = _record(A, Trigger.PERIODIC, "/sp/savepoint-aaaaaa-000000000004")
+    newer = _record(A, Trigger.MANUAL, "/sp/savepoint-aaaaaa-000000000005")
+    history.record(older)
+    history.record(newer)
+    history.record(_record(B, Trigger.MANUAL, "/sp/savepoint-bbbbbb-000000000006"))
+    assert history.last_completed(A) == newer
+    history.mark_disposed(A, newer.path)
+    history.record(_record(A, Trigger.STOP, "/sp", state=SavepointState.FAILED, cause="full"))
+    assert history.last_completed(A) == older, "never a disposed or failed one"
+
+
+def test_the_last_savepoint_costs_one_listing_and_the_reads_down_to_it(tmp_path: Path) -> None:
+    """A job list asks every job for its last savepoint: one listing of its records, then
+    the newest records only, down to the first COMPLETED one (not one read per record)."""
+    history = _history(tmp_path)
+    for number in range(5):
+        history.record(_record(A, Trigger.PERIODIC, f"/sp/savepoint-aaaaaa-00000000001{number}"))
+    newest_completed = history.of_job(A)[0]
+    history.record(_record(A, Trigger.STOP, "/sp", state=SavepointState.FAILED, cause="full"))
+    storage = history.registry.storage
+    calls: list[str] = []
+    for name in ("list", "read_text"):
+        method = getattr(storage, name)
+        setattr(storage, name, lambda path, _m=method, _n=name: calls.append(_n) or _m(path))
+    assert history.last_completed(A) == newest_completed
+    assert calls == ["list", "read_text", "read_text"], "the FAILED record, then the newest"

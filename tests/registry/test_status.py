@@ -1,5 +1,6 @@
 """Job status: serialisation, progress records, and the heartbeat rule."""
 
+import json
 import time
 
 import pytest
@@ -168,3 +169,33 @@ def test_the_exception_history_keeps_the_last_failures_in_order() -> None:
     again = JobStatus.from_json(status.to_json())
     assert again.exceptions == status.exceptions
     assert again.summary()["exceptions"] == status.exceptions
+
+
+def test_a_querys_committed_batches_are_the_jobs_own() -> None:
+    fresh = QueryStatus(name="q", checkpoint="/c/q")
+    assert fresh.committed_batches() == 0
+    fresh.record(Progress.from_spark(_progress(0)))
+    assert fresh.committed_batches() == 1, "batch 0 is the first committed"
+    resumed = QueryStatus(name="q", checkpoint="/c/q")  # from a savepoint at batch 99
+    for batch in range(100, 100 + RECENT_PROGRESS + 10):
+        resumed.record(Progress.from_spark(_progress(batch)))
+    assert resumed.first_batch == 100 and resumed.committed_batches() == RECENT_PROGRESS + 10
+    status = JobStatus(job_id="a" * 32, name="orders", queries={"a": fresh, "b": resumed})
+    assert status.completed_checkpoints() == 1 + RECENT_PROGRESS + 10
+    assert status.latest_batches() == {"a": fresh.recent[-1], "b": resumed.recent[-1]}
+
+
+def test_a_status_written_by_an_older_flinkish_is_read() -> None:
+    """It had a ``last_savepoint`` (the savepoint history owns it now: ignored) and no
+    first batches (its queries' batches are counted from batch 0)."""
+    status = JobStatus(job_id="a" * 32, name="orders")
+    query = QueryStatus(name="q", checkpoint="/c/q")
+    for batch in range(3, 8):
+        query.record(Progress.from_spark(_progress(batch)))
+    status.queries["q"] = query
+    data = json.loads(status.to_json())
+    data["last_savepoint"] = {"path": "/sp/savepoint-aaaaaa-000000000001", "time": 1}
+    del data["queries"]["q"]["first_batch"]
+    again = JobStatus.from_json(json.dumps(data))
+    assert "last_savepoint" not in json.loads(again.to_json())
+    assert again.queries["q"].committed_batches() == 8

@@ -58,6 +58,29 @@ def _job_dirs(env: FlinkishEnv) -> set[str]:
     return {p.name for p in env.checkpoints.iterdir()} if env.checkpoints.exists() else set()
 
 
+def _check_resumed_counts(env: FlinkishEnv, job: str, stopped_at: dict[str, int]) -> None:
+    """The REST API and the metrics count a resumed job's own committed batches: those after
+    the batches of the savepoint it resumed from (``stopped_at``), Flink's completed count."""
+    from tests.fixtures.web_server import running_web
+
+    with running_web(env) as web:
+        for _attempt in range(5):  # the job is idle, all its input processed: a batch is rare
+            before = env.job(job)["queries"]
+            counts = web.get(f"/jobs/{job}/checkpoints").json()["counts"]
+            metrics = web.get("/metrics").body.decode()
+            if env.job(job)["queries"] == before:
+                break
+    expected = sum(
+        query["last-committed-batch"] - stopped_at[name]
+        for name, query in before.items()
+        if query["last-committed-batch"] is not None
+    )
+    assert expected > 0 and counts["completed"] == expected, (counts, before, stopped_at)
+    sample = f'flink_jobmanager_job_numberOfCompletedCheckpoints{{job_id="{job}",'
+    line = next(line for line in metrics.splitlines() if line.startswith(sample))
+    assert line.endswith(f"}} {expected}.0"), line
+
+
 def test_an_older_savepoint_into_a_file_sink_that_moved_on_is_refused(
     flinkish_env: FlinkishEnv,
 ) -> None:
@@ -116,7 +139,8 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
         on_disk = sum(f.stat().st_size for f in Path(record["path"]).rglob("*") if f.is_file())
         assert 0 < record["size"] <= on_disk  # its files, without the manifest
     assert records[0]["batches"]["raw"] >= records[1]["batches"]["raw"]
-    assert env.job(job)["last-savepoint"]["path"] == second
+    assert env.job(job)["last-savepoint"] == records[0], "its newest, as savepoint list shows it"
+    stopped_at = records[0]["batches"]
 
     cycle.add_input(2)  # arrives while the job is stopped
     periodic = ("-D", "flinkish.savepoint.periodic.interval=1 s")
@@ -133,7 +157,10 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     assert len(kept) >= 2 and all(Path(p, "_metadata").is_file() for p in kept[:2])
     assert not any(Path(p).exists() for p in gone)
     assert records[0]["state"] == "COMPLETED", "the newest is never disposed"
+    last = env.job(resumed)["last-savepoint"]  # periodic savepoints go on meanwhile
+    assert last["state"] == "COMPLETED" and last["record_id"] >= records[0]["record_id"]
     assert env.job(resumed)["state"] == "RUNNING"
+    _check_resumed_counts(env, resumed, stopped_at)
     env.run("cancel", resumed, check=True)
     cycle.check_exactly_once()
     assert _digest(Path(second)) == before, "no_claim never modifies the savepoint"

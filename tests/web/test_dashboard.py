@@ -36,6 +36,8 @@ DAMAGED = "b8" * 16
 NOW = time.time()  # set again when the registry is written (the tests' "now")
 HOSTILE_NAME = '<img src=x onerror="window.pwned=1">'
 SERIES_POINTS = 240  # 20 minutes of a batch every 5 s, older than the status's recent ones
+#: the running job's newest savepoint, disposed of: its last savepoint is the one before
+DISPOSED_PATH = "/sp/savepoint-e5e5e5-000000000003"
 
 
 def _stamp(seconds: float) -> str:
@@ -70,7 +72,6 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
         job_id=RUNNING, name="orders-pipeline", state=JobState.RUNNING, start_time=NOW - 1500,
         heartbeat=NOW + 3600, pid=4242, parallelism=2, restarts=1, upgraded_from=OLD,
         restored_from="/sp/savepoint-f6f6f6-000000000001",
-        last_savepoint={"path": "/sp/savepoint-e5e5e5-000000000002", "time": int(NOW * 1000)},
     )  # fmt: skip
     for name in ("counts", "raw"):
         query = QueryStatus(name=name, checkpoint=f"/cp/{RUNNING}/{name}", active=True)
@@ -96,13 +97,14 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     for status in (running, old, hostile):
         registry.write(status)
     history = SavepointHistory(registry)
-    for job_id, path, trigger, age in (
-        (OLD, "/sp/savepoint-f6f6f6-000000000001", Trigger.UPGRADE, 1500),
-        (RUNNING, "/sp/savepoint-e5e5e5-000000000002", Trigger.PERIODIC, 0),
+    completed, disposed = SavepointState.COMPLETED, SavepointState.DISPOSED
+    for job_id, path, trigger, state, age in (
+        (OLD, "/sp/savepoint-f6f6f6-000000000001", Trigger.UPGRADE, completed, 1500),
+        (RUNNING, "/sp/savepoint-e5e5e5-000000000002", Trigger.PERIODIC, completed, 60),
+        (RUNNING, DISPOSED_PATH, Trigger.MANUAL, disposed, 0),
     ):
-        history.record(
-            SavepointRecord(job_id, trigger, SavepointState.COMPLETED, path, NOW - age, 4096)
-        )
+        history.record(SavepointRecord(job_id, trigger, state, path, NOW - age, 4096))
+        time.sleep(0.001)  # record ids sort by the time they were made
     record = program.ProgramRecord(
         kind="file", target="orders.py", conf={"parallelism.default": "2", "pipeline.name": "x"}
     )
@@ -139,7 +141,6 @@ def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: A
     assert "orders-pipeline" in row and "RUNNING" in row
     assert "25m" in row, "uptime: started 25 minutes ago"
     assert "28/s" in row, "the input rate of its two queries' latest batches, 14/s each"
-    assert "/sp/savepoint-e5e5e5-000000000002" in row
     finished = _text(browser, f"tr[data-jid='{OLD}']")
     assert "FINISHED" in finished
     tables = browser.find_elements(By.CSS_SELECTOR, "main table")
@@ -149,6 +150,18 @@ def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: A
     assert "Running 1" in counts and "Finished 1" in counts and "Failed 1" in counts
     browser.find_element(By.LINK_TEXT, "orders-pipeline").click()
     _wait(browser).until(ec.url_contains(f"#/job/{RUNNING}/overview"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="web/app.py's dashboard_jobs does not pass the job client's last savepoints on yet",
+)
+def test_the_job_list_shows_the_last_completed_savepoint(web: WebServer, browser: Any) -> None:
+    open_dashboard(browser, web.url + "/")
+    row = _text(browser, f"tr[data-jid='{RUNNING}']")
+    assert "/sp/savepoint-e5e5e5-000000000002" in row
+    assert DISPOSED_PATH not in row, "a disposed savepoint is never the last one"
 
 
 def test_a_jobs_page_charts_its_series(web: WebServer, browser: Any) -> None:

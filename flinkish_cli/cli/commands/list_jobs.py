@@ -21,6 +21,7 @@ from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json, warn
 
 if TYPE_CHECKING:
+    from flinkish_cli.registry.history import SavepointRecord
     from flinkish_cli.registry.status import JobStatus
     from flinkish_cli.registry.store import UnreadableJob
 
@@ -57,6 +58,12 @@ def _section(header: str, lines: list[str], empty: str | None) -> None:
     for line in lines:
         echo(line)
     echo(RULE)
+
+
+def _job_json(status: JobStatus, now: float, savepoint: SavepointRecord | None) -> dict[str, Any]:
+    """A job for ``--output json``: its status's summary and its last savepoint (the newest
+    completed of its history)."""
+    return {**status.summary(now), "last-savepoint": savepoint.summary() if savepoint else None}
 
 
 def _unreadable_json(job: UnreadableJob) -> dict[str, Any]:
@@ -113,7 +120,8 @@ def list_jobs(
     if output == "json":
         chosen = (live if show_running else []) + (scheduled_jobs if show_scheduled else [])
         chosen += ended if show_all else []
-        documents = [s.summary(now) for s in chosen]
+        savepoints = client.last_savepoints([s.job_id for s in chosen])
+        documents = [_job_json(s, now, savepoints[s.job_id]) for s in chosen]
         print_json({"jobs": documents + [_unreadable_json(j) for j in unreadable]})
         return
 
