@@ -60,7 +60,9 @@ class FlinkRestApi:
         return ok({"jobs": [flink_json.job_overview(s) for s in await self._jobs()]})
 
     async def job(self, request: Request) -> Response:
-        return ok(flink_json.job_details(await self._status(parsing.job_id(request))))
+        status = await self._status(parsing.job_id(request))
+        savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
+        return ok(flink_json.job_details(status, last_savepoint=savepoint))
 
     async def job_status(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
@@ -73,7 +75,9 @@ class FlinkRestApi:
 
     async def job_checkpoints(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
-        return ok(flink_json.checkpoints(status, self.settings.history_size))
+        savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
+        history = self.settings.history_size
+        return ok(flink_json.checkpoints(status, history, last_savepoint=savepoint))
 
     async def job_exceptions(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
@@ -89,7 +93,8 @@ class FlinkRestApi:
 
     async def dashboard_jobs(self, request: Request) -> Response:
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
-        return ok(dashboard.job_rows(jobs, len(unreadable)))
+        savepoints = await run_in_threadpool(self.client.last_savepoints, [s.job_id for s in jobs])
+        return ok(dashboard.job_rows(jobs, len(unreadable), savepoints))
 
     async def dashboard_series(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))

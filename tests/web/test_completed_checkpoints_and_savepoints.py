@@ -36,16 +36,6 @@ SAVED = "b8" * 16
 NOW = time.time()
 KEPT, DISPOSED = "/sp/savepoint-b8b8b8-000000000002", "/sp/savepoint-b8b8b8-000000000003"
 
-#: The handlers of ``flinkish_cli/web/app.py`` (``job``, ``job_checkpoints``,
-#: ``dashboard_jobs``) do not yet ask the job client for the last savepoint and pass it on:
-#: until they do, the REST API and the dashboard's job list show none. Strict, so that the
-#: mark fails (and goes) once they do.
-NEEDS_THE_HANDLERS = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="web/app.py's handlers do not pass the job client's last savepoint on yet",
-)
-
 
 def _query(name: str, first: int, last: int) -> QueryStatus:
     query = QueryStatus(name=name, checkpoint=f"/cp/{name}", active=True)
@@ -142,7 +132,6 @@ def test_the_dashboards_history_shows_savepoints_as_savepoint_list_does(
     assert [r["state"] for r in shown["savepoints"]] == ["FAILED", "DISPOSED", "COMPLETED"]
 
 
-@NEEDS_THE_HANDLERS
 def test_the_rest_api_and_the_job_list_show_the_last_completed_savepoint(web: WebServer) -> None:
     latest = _json(web, f"/jobs/{SAVED}/checkpoints")["latest"]["savepoint"]
     assert latest is not None, "no savepoint shown"

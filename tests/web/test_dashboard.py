@@ -152,11 +152,6 @@ def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: A
     _wait(browser).until(ec.url_contains(f"#/job/{RUNNING}/overview"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="web/app.py's dashboard_jobs does not pass the job client's last savepoints on yet",
-)
 def test_the_job_list_shows_the_last_completed_savepoint(web: WebServer, browser: Any) -> None:
     open_dashboard(browser, web.url + "/")
     row = _text(browser, f"tr[data-jid='{RUNNING}']")
