@@ -338,6 +338,21 @@ def spark_submit_argv(
 
 
 # -- flinkish -----------------------------------------------------------------------------
+#: flinkish logs Spark at WARN; the benchmark keeps Spark's own INFO lines that it reads.
+SPARK_PROGRESS_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = jobLog
+appender.file.type = File
+appender.file.name = jobLog
+appender.file.fileName = ${sys:log.file}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.progress.name = org.apache.spark.sql.execution.streaming
+logger.progress.level = info
+"""
+
+
 @dataclass
 class FlinkishCli:
     """The ``flinkish`` command with one configuration directory, and the jobs it started."""
@@ -347,7 +362,18 @@ class FlinkishCli:
     started: list[str] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
-        return clean_env({"FLINK_CONF_DIR": str(self.conf_dir)})
+        return clean_env(
+            {"FLINK_CONF_DIR": str(self.conf_dir), "SPARK_CONF_DIR": str(self._spark_conf())}
+        )
+
+    def _spark_conf(self) -> Path:
+        """A ``SPARK_CONF_DIR`` whose log4j2.properties (the user's own, which wins over
+        flinkish's) logs Spark's progress reports and query starts at INFO, as plain
+        ``spark-submit`` does: the benchmark reads both runs' figures from the same lines."""
+        directory = self.conf_dir / "spark-conf"
+        directory.mkdir(exist_ok=True)
+        (directory / "log4j2.properties").write_text(SPARK_PROGRESS_LOG4J2)
+        return directory
 
     def run(self, *args: str, timeout: float = 900.0) -> Timed:
         result = run_timed([FLINKISH, *args], self.env(), self.cwd, timeout)

@@ -73,15 +73,7 @@ def _rows(start: int, n: int) -> list[dict]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("conformance")
-    env = FlinkishEnv(
-        root=root,
-        conf_dir=root / "conf",
-        checkpoints=root / "checkpoints",
-        savepoints=root / "savepoints",
-        logs=root / "log",
-    )
-    env.conf_dir.mkdir()
-    env.write_conf()
+    env = FlinkishEnv.under(root)
     for name in ("a", "b", "c"):
         for start in range(0, 30, 10):
             write_events(root / f"in-{name}", _rows(start, 10))

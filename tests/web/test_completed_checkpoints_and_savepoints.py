@@ -57,9 +57,7 @@ def _running(job_id: str, **queries: tuple[int, int]) -> JobStatus:
 @pytest.fixture(scope="module")
 def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     root = tmp_path_factory.mktemp("completed")
-    env = FlinkishEnv(root, root / "conf", root / "checkpoints", root / "savepoints", root / "log")
-    env.conf_dir.mkdir()
-    env.write_conf()
+    env = FlinkishEnv.under(root)
     registry = JobRegistry.open(str(env.checkpoints))
     registry.write(_running(FRESH, counts=(0, 0), raw=(0, 0)))
     resumed = _running(RESUMED, counts=(100, 340), raw=(50, 345))

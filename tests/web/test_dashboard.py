@@ -63,9 +63,7 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     global NOW
     NOW = time.time()  # not at import: the module may be collected minutes before it runs
     root = tmp_path_factory.mktemp("dashboard")
-    env = FlinkishEnv(root, root / "conf", root / "checkpoints", root / "savepoints", root / "log")
-    env.conf_dir.mkdir()
-    env.write_conf()
+    env = FlinkishEnv.under(root)
     registry = JobRegistry.open(str(env.checkpoints))
     kept = series.Series()
     running = JobStatus(

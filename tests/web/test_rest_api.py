@@ -50,11 +50,7 @@ def _query(job_id: str, name: str, batches: int, state_rows: int = 0) -> QuerySt
 @pytest.fixture(scope="module")
 def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     root = tmp_path_factory.mktemp("web")
-    flinkish_env = FlinkishEnv(
-        root, root / "conf", root / "checkpoints", root / "savepoints", root / "log"
-    )
-    flinkish_env.conf_dir.mkdir()
-    flinkish_env.write_conf()
+    flinkish_env = FlinkishEnv.under(root)
     registry = JobRegistry.open(str(flinkish_env.checkpoints))
     running = JobStatus(
         job_id=RUNNING,

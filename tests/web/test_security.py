@@ -44,12 +44,7 @@ ATTACKER = Path(__file__).with_name("attacker")
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     root = tmp_path_factory.mktemp("security")
-    flinkish_env = FlinkishEnv(
-        root, root / "conf", root / "checkpoints", root / "savepoints", root / "log"
-    )
-    flinkish_env.conf_dir.mkdir()
-    flinkish_env.write_conf()
-    return flinkish_env
+    return FlinkishEnv.under(root)
 
 
 @pytest.fixture(scope="module")

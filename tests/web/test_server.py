@@ -23,11 +23,7 @@ JOB = "7b" * 16
 
 @pytest.fixture
 def env(tmp_path) -> FlinkishEnv:
-    flinkish_env = FlinkishEnv(
-        tmp_path, tmp_path / "conf", tmp_path / "checkpoints", tmp_path / "sp", tmp_path / "log"
-    )
-    flinkish_env.conf_dir.mkdir()
-    return flinkish_env
+    return FlinkishEnv.under(tmp_path, conf=False)  # each test writes its own ports
 
 
 @contextlib.contextmanager
