@@ -87,6 +87,9 @@ class SoakResult:
 
 # -- measuring --------------------------------------------------------------------------------
 def _bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (or of the file ``path``)."""
+    if path.is_file():
+        return path.stat().st_size
     total = 0
     with contextlib.suppress(OSError):
         for root, _dirs, files in os.walk(path):
@@ -194,16 +197,15 @@ class Soak:
             self.say(f"soak: job {self.job} runs; web on {self.port}")
             start = time.monotonic()
             threading.Thread(target=self._poll, daemon=True).start()
-            next_input = next_kill = next_upgrade = next_sample = start
-            next_kill += params.kill_every
-            next_upgrade += params.upgrade_every
+            feeder = threading.Thread(target=self._feed, daemon=True)
+            feeder.start()
+            # Kills and upgrades never at one moment: the upgrades fall between two kills.
+            next_sample, next_kill = start, start + params.kill_every
+            next_upgrade = start + params.upgrade_every + params.kill_every / 2
             while (now := time.monotonic()) - start < params.duration:
                 if now >= next_sample:
                     self._sample(now - start, web)
                     next_sample += params.sample_every
-                if now >= next_input:
-                    self.feed()
-                    next_input += params.input_every
                 if now >= next_kill:
                     self._kill_jvm()
                     next_kill += params.kill_every
@@ -213,6 +215,7 @@ class Soak:
                 time.sleep(0.1)
             self._sample(time.monotonic() - start, web)
             self._stop.set()
+            feeder.join()
             self._finish()
         finally:
             self._stop.set()
@@ -221,6 +224,24 @@ class Soak:
             with contextlib.suppress(Exception):
                 web.wait(timeout=15)
         return self.result
+
+    def _feed(self) -> None:
+        while not self._stop.wait(self.params.input_every):
+            with self._lock:
+                self.feed()
+
+    def _running(self, timeout: float = 300.0) -> bool:
+        """Wait until the job runs again (after a kill, its restart) and has committed a
+        batch since: an operator does not upgrade a job that is restarting."""
+        from flinkish_cli.registry.status import JobState
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self._status()
+            if status is not None and status.state is JobState.RUNNING and status.queries:
+                return True
+            time.sleep(0.5)
+        return False
 
     def _start_web(self) -> Any:
         import subprocess
@@ -272,10 +293,10 @@ class Soak:
         )
 
     def _kill_jvm(self) -> None:
-        status = self._status()
-        if status is None or not status.pid:
+        if not self._running():
             return
-        jvm = parent_of(status.pid)
+        status = self._status()
+        jvm = parent_of(status.pid) if status is not None and status.pid else None
         if jvm:
             with contextlib.suppress(OSError):
                 os.kill(jvm, signal.SIGKILL)
@@ -283,25 +304,31 @@ class Soak:
                 self.say(f"soak: killed the JVM {jvm} of job {self.job}")
 
     def _upgrade(self) -> None:
+        self._running()
         done = self.cli.run("upgrade", self.job, *self.args(), timeout=900)
-        final = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-        self.result.upgrades.append(final)
+        said = (done.stdout + done.stderr).strip().splitlines()
+        final = next((line for line in reversed(said) if line.startswith("Upgrade of job")), "")
+        self.result.upgrades.append(final or f"failed: {' '.join(said[-2:])}")
         for line in done.stdout.splitlines():
             if line.startswith("Job has been submitted with JobID "):
                 self.job = line.split()[-1]
                 self.result.jobs.append(self.job)
-        self.say(f"soak: upgrade: {final}")
+        self.say(f"soak: upgrade: {self.result.upgrades[-1]}")
 
     def _finish(self) -> None:
-        """Every row processed, the job cancelled, exactly once checked."""
+        """Every row processed, the job cancelled, exactly once checked: the file sink's
+        committed rows (through its own log, as Spark reads it) and the newest counts."""
+        from tests.fixtures.sink_log import committed_rows, final_counts
+
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            raw, counts = self._raw(), self._counts()
-            if len(raw) >= self.seq and sum(counts.values()) >= self.seq:
-                break
+            with contextlib.suppress(Exception):
+                raw, counts = committed_rows(self.output / "raw"), final_counts(self.counts)
+                if len(raw) >= self.seq and sum(counts.values()) >= self.seq:
+                    break
             time.sleep(1)
         self.cli.run("cancel", self.job, timeout=180)
-        raw, counts = self._raw(), self._counts()
+        raw, counts = committed_rows(self.output / "raw"), final_counts(self.counts)
         seqs = collections.Counter(int(row["seq"]) for row in raw)
         doubled = [s for s, n in seqs.items() if n > 1]
         missing = self.seq - len(seqs)
@@ -316,32 +343,21 @@ class Soak:
                 f"NO: {len(doubled)} rows twice, {missing} missing, {wrong} counts wrong"
             )
 
-    def _raw(self) -> list[dict]:
-        rows = []
-        for part in (self.output / "raw").glob("part-*"):
-            with contextlib.suppress(OSError, ValueError):
-                rows += [json.loads(x) for x in part.read_text().splitlines() if x.strip()]
-        return rows
-
-    def _counts(self) -> dict[str, int]:
-        latest: dict[str, tuple[int, int]] = {}
-        for batch_dir in (self.output / "counts").glob("batch=*"):
-            batch = int(batch_dir.name.split("=")[1])
-            for part in batch_dir.glob("part-*"):
-                for line in part.read_text().splitlines():
-                    row = json.loads(line)
-                    if row["key"] not in latest or latest[row["key"]][0] < batch:
-                        latest[row["key"]] = (batch, row["count"])
-        return {key: count for key, (_, count) in latest.items()}
+    @property
+    def counts(self) -> Path:
+        return self.output / "counts"
 
 
 # -- the report -------------------------------------------------------------------------------
 def per_hour(samples: list[Sample], kind: str, name: str) -> tuple[float, float, float]:
     """The figure at the baseline (one hour in, or halfway for a shorter run), at the end,
     and its growth per hour between them as a fraction of the baseline."""
-    end = samples[-1]
+    measured = [s for s in samples if getattr(s, kind).get(name)]  # a process was down: no figure
+    if len(measured) < 2:
+        return 0.0, 0.0, 0.0
+    end = measured[-1]
     anchor = 3600.0 if end.at >= 7200.0 else end.at / 2
-    base = min(samples, key=lambda s: abs(s.at - anchor))
+    base = min(measured, key=lambda s: abs(s.at - anchor))
     first = getattr(base, kind).get(name, 0)
     last = getattr(end, kind).get(name, 0)
     hours = max(end.at - base.at, 1.0) / 3600.0
