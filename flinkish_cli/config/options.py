@@ -495,8 +495,7 @@ OPTIONS: tuple[Option, ...] = (
         "flinkish.file-sink.log.compact-interval",
         Int(),
         C,
-        "A file sink rewrites its whole log every this many batches. Unset: Spark's "
-        "default (10).",
+        "A file sink rewrites its whole log every this many batches. Unset: Spark's default (10).",
         MAPPED,
         check=at_least(1, "an integer"),
         spark=m.to("spark.sql.streaming.fileSink.log.compactInterval"),
