@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.storage.base import Storage
+
+if TYPE_CHECKING:
+    from flinkish_cli.registry.status import JobStatus
 
 #: How each part grows: with age (every input or output file ever seen), with the state, or
 #: bounded by Spark's retention of batches.
@@ -122,7 +125,7 @@ class Footprint:
             "measured": int(self.measured * 1000),
             "bytes": self.total,
             "parts": {
-                name: {"bytes": size.bytes, "files": size.files, "grows": _grows(name)}
+                name: {"bytes": size.bytes, "files": size.files, "grows": grows(name)}
                 for name, size in self.parts.items()
             },
             "growing": [
@@ -146,7 +149,26 @@ class Footprint:
             return None
 
 
-def _grows(name: str) -> str:
+def job_summary(status: JobStatus) -> dict[str, Any]:
+    """Every query's footprint as ``flinkish info <JobID> --output json`` and the dashboard's
+    document show it: per query its checkpoint and :meth:`Footprint.summary` (None until the
+    driver first measured it)."""
+    return {
+        "jid": status.job_id,
+        "name": status.name,
+        "state": status.effective_state().value,
+        "queries": {
+            name: {
+                "checkpoint": query.checkpoint,
+                "footprint": query.footprint.summary() if query.footprint else None,
+            }
+            for name, query in status.queries.items()
+        },
+    }
+
+
+def grows(name: str) -> str:
+    """How the part ``name`` grows: :data:`AGE`, :data:`STATE` or :data:`BOUNDED`."""
     return PARTS[name].grows if name in PARTS else BOUNDED
 
 
