@@ -371,6 +371,13 @@ class JobClient:
         except FlinkishError:
             return {}
 
+    def checkpoint_sizes(self, job_id: str) -> dict[str, Any]:
+        """What each query's checkpoint takes on storage, by part, as the job's driver last
+        measured it (:func:`flinkish_cli.registry.footprint.job_summary`)."""
+        from flinkish_cli.registry.footprint import job_summary
+
+        return job_summary(self.registry.get(parse_job_id(job_id)))
+
     def series(self, status: JobStatus) -> Series:
         """The job's figures over time, for charts: the kept series with the status's newest
         batches folded in (:mod:`flinkish_cli.registry.series`)."""

@@ -64,6 +64,11 @@ def spark_bool(value: Any) -> str:
     return "true" if value else "false"
 
 
+def spark_millis(value: Any) -> str:
+    """A duration (``timedelta``) in Spark's time syntax, exact to the millisecond: ``60000ms``."""
+    return f"{round(value.total_seconds() * 1000)}ms"
+
+
 def ceil_mib(size: int) -> str:
     """Whole MiB, rounded up (Spark's ...MB options are integers)."""
     return str(max(1, math.ceil(size / MiB)))

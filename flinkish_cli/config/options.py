@@ -434,6 +434,74 @@ OPTIONS: tuple[Option, ...] = (
         emit_default=True,
     ),
     Option(
+        "flinkish.checkpoint.size.interval",
+        Duration(),
+        C,
+        "How often a running job's driver measures each query's checkpoint on storage, part "
+        "by part (offsets, commits, sources, state, and the file sink's _spark_metadata): a "
+        "listing of names and sizes, never a read; shown by flinkish info <JobID>, the "
+        "dashboard and /metrics (flinkish_query_checkpoint_bytes). 0 turns it off.",
+        RUNTIME,
+        default="1 min",
+        check=Check(
+            lambda v: v.total_seconds() == 0 or v.total_seconds() >= 1,
+            "0 (off) or a duration of at least 1 s, e.g. 1 min",
+        ),
+    ),
+    Option(
+        "flinkish.file-source.log.cleanup-delay",
+        Duration(),
+        C,
+        "How long a file source keeps the compactions of its log (the list of every input "
+        "file it has read, in the checkpoint's sources/) after a newer one replaced them. "
+        "Each compaction holds every file ever read, so with Spark's 10 min a source keeps "
+        "10 min of compactions: a lower delay keeps fewer. Unset: Spark's default (10 min).",
+        MAPPED,
+        spark=m.to("spark.sql.streaming.fileSource.log.cleanupDelay", m.spark_millis),
+        spark_doc="`spark.sql.streaming.fileSource.log.cleanupDelay` (ms)",
+        note="Safe for exactly once: compactions older than the retained batches "
+        "(execution.checkpointing.num-retained) are the only ones deleted, and the newest "
+        "holds every entry of the older ones. A savepoint of a running query must copy its "
+        "checkpoint within this delay: keep it above the time a savepoint takes.",
+    ),
+    Option(
+        "flinkish.file-source.log.compact-interval",
+        Int(),
+        C,
+        "A file source rewrites its whole log (every input file it has read) every this "
+        "many of its batches; larger rewrites less often. Unset: Spark's default (10).",
+        MAPPED,
+        check=at_least(1, "an integer"),
+        spark=m.to("spark.sql.streaming.fileSource.log.compactInterval"),
+        spark_doc="`spark.sql.streaming.fileSource.log.compactInterval`",
+        note="Changing it for an existing checkpoint is safe: Spark derives an interval "
+        "compatible with the compactions already written (SPARK-18187).",
+    ),
+    Option(
+        "flinkish.file-sink.log.cleanup-delay",
+        Duration(),
+        C,
+        "How long a file sink keeps the compactions of its log (<output>/_spark_metadata, "
+        "every file it has written) after a newer one replaced them. Unset: Spark's "
+        "default (10 min).",
+        MAPPED,
+        spark=m.to("spark.sql.streaming.fileSink.log.cleanupDelay", m.spark_millis),
+        spark_doc="`spark.sql.streaming.fileSink.log.cleanupDelay` (ms)",
+        note="Spark readers of the output directory read this log; a reader that finds a "
+        "compaction deleted under it moves to the newer one, so keep the delay above the "
+        "time between two compactions.",
+    ),
+    Option(
+        "flinkish.file-sink.log.compact-interval",
+        Int(),
+        C,
+        "A file sink rewrites its whole log every this many batches. Unset: Spark's default (10).",
+        MAPPED,
+        check=at_least(1, "an integer"),
+        spark=m.to("spark.sql.streaming.fileSink.log.compactInterval"),
+        spark_doc="`spark.sql.streaming.fileSink.log.compactInterval`",
+    ),
+    Option(
         "execution.checkpointing.interval",
         Duration(),
         C,

@@ -7,7 +7,9 @@ cancel, stop or snapshot a job (see :mod:`flinkish_cli.registry.control`, and th
 commands of :mod:`flinkish_cli.registry.protocol`). Each job's savepoint history is kept
 beside its status (:mod:`flinkish_cli.registry.history`). Every write of a status file is one
 of the named transitions of :mod:`flinkish_cli.registry.status_writer` (submitted, the
-driver's heartbeat, the supervisor's, an upgrade's link).
+driver's heartbeat, the supervisor's, an upgrade's link). What each query's checkpoint takes
+on storage, part by part, and which parts grow with age, is :mod:`flinkish_cli.registry.footprint`
+(the driver measures it into the status).
 """
 
 from flinkish_cli.registry.jobid import new_job_id, parse_job_id

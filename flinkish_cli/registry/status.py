@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from flinkish_cli.registry.footprint import Footprint
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.names import is_query_name
 
@@ -146,6 +147,9 @@ class QueryStatus:
     #: checkpoint (a job resumed from a savepoint at batch 100 commits 101 first), so the
     #: job's own batches are counted from here (:meth:`committed_batches`).
     first_batch: int | None = None
+    #: What the query's checkpoint takes on storage, by part, as the driver last measured it
+    #: (:mod:`flinkish_cli.registry.footprint`); None until then.
+    footprint: Footprint | None = None
 
     def record(self, progress: Progress) -> None:
         """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""
@@ -314,6 +318,7 @@ class JobStatus:
                     **_known(QueryStatus, q),
                     "name": name,
                     "recent": [Progress(**_known(Progress, p)) for p in recent],
+                    "footprint": Footprint.from_dict(q.get("footprint")),
                 }
             )
         fields = _known(cls, data)

@@ -10,6 +10,7 @@ user's unmodified PySpark script.
 - :mod:`.control_server`    carries out control requests (cancel, stop, savepoint, checkpoint).
 - :mod:`.snapshots`         savepoints (recorded in the history) and checkpoints.
 - :mod:`.periodic`          periodic savepoints and the savepoint policy.
+- :mod:`.footprints`        measures each query's checkpoint on storage, part by part.
 - :mod:`.jvm_watch`         whether Spark's JVM is still there for a classic driver.
 - :mod:`.hooks`             patches ``DataStreamWriter`` so every query gets its stable
                             checkpoint and trigger, and defers starts until all are validated.

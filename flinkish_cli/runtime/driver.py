@@ -148,7 +148,16 @@ def run_job(
     flavour = flavours.by_name(flavour_name)
     rules = CheckpointRules.from_config(config)
     policy = SavepointPolicy.from_config(config)
-    runtime = JobRuntime(plan, registry, flavour, settings, rules, history_size(config), policy)
+    runtime = JobRuntime(
+        plan,
+        registry,
+        flavour,
+        settings,
+        rules,
+        history_size(config),
+        policy,
+        config.get("flinkish.checkpoint.size.interval").total_seconds(),
+    )
     runtime.status.connect_session = connect_session
     runtime.begin()
     runtime.install_signal_handlers()

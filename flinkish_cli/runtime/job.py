@@ -12,7 +12,9 @@ that do the work, each in a module of its own:
   rules, so that nothing it waits for can delay a heartbeat;
 - :class:`~.snapshots.Snapshots`: savepoints and checkpoints (and
   :class:`~.periodic.PeriodicSavepoints`, on a thread of its own when configured);
-- :class:`~.attempts.Attempts`: the program's attempts and what their failures were.
+- :class:`~.attempts.Attempts`: the program's attempts and what their failures were;
+- :class:`~.footprints.FootprintWatch`: what each query's checkpoint takes on storage, on a
+  thread of its own (``flinkish.checkpoint.size.interval``).
 
 The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the driver
 (:mod:`.driver`) decides about restarts. End states, as Flink's:
@@ -50,6 +52,7 @@ from flinkish_cli.runtime.checkpoint_rules import (
 )
 from flinkish_cli.runtime.control_server import ControlServer
 from flinkish_cli.runtime.flavour import Flavour
+from flinkish_cli.runtime.footprints import FootprintWatch
 from flinkish_cli.runtime.jvm_watch import JvmWatch
 from flinkish_cli.runtime.periodic import PeriodicSavepoints, SavepointPolicy
 from flinkish_cli.runtime.queries import JobQueries, stop_between_batches
@@ -77,8 +80,10 @@ class JobRuntime:
         rules: CheckpointRules | None = None,
         history_size: int = 16,
         policy: SavepointPolicy | None = None,
+        footprint_interval: float = 0.0,
     ) -> None:
         self.plan = plan
+        self.footprint_interval = footprint_interval  # flinkish.checkpoint.size.interval
         self.policy = policy  # periodic savepoints and retention
         self.history_size = history_size  # web.exception-history-size
         self.flavour = flavour
@@ -146,6 +151,14 @@ class JobRuntime:
         periodic = self._periodic_savepoints()
         if periodic is not None:
             threads.append((lambda: periodic.run(self._done), "flinkish-periodic-savepoints"))
+        if self.footprint_interval > 0:
+            watch = FootprintWatch(
+                self.keeper,
+                self.queries.footprint_targets,
+                self.footprint_interval,
+                self.plan.job_id,
+            )
+            threads.append((lambda: watch.run(self._done), "flinkish-checkpoint-size"))
         for target, name in threads:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()

@@ -22,7 +22,7 @@ from flinkish_cli.registry.status import JobState, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
-from flinkish_cli.runtime.flavour import Flavour
+from flinkish_cli.runtime.flavour import CONNECT, Flavour
 from flinkish_cli.runtime.identity import QueryIdentity
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
@@ -63,6 +63,9 @@ class JobQueries:
         self.has_run = False  # the program reached its first wait, or a batch committed
         self.identities: dict[str, QueryIdentity] = {}
         self._script_listeners: list[tuple[Any, Any]] = []
+        #: identity -> (storage, checkpoint, file sink (storage, output) or None): what the
+        #: driver measures (:mod:`~flinkish_cli.runtime.footprints`)
+        self._footprints: dict[str, Any] = {}
 
     @property
     def _entries(self) -> dict[str, QueryStatus]:
@@ -94,6 +97,7 @@ class JobQueries:
         sink_path = getattr(writer, "_flinkish_path", None)
         if sink_path and query.identity in self.restorer.restored:
             self.restorer.check_file_sink(query, str(sink_path), target, checkpoint)
+        self._footprints[query.identity] = (target, checkpoint, self._sink_of(sink_path))
         if owner == "flinkish":
             hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
         self._set_trigger(writer, query)
@@ -117,8 +121,33 @@ class JobQueries:
                 checkpoint=checkpoint,
                 last_committed_batch=before.last_committed_batch if before else None,
                 first_batch=before.first_batch if before else None,
+                footprint=before.footprint if before else None,
             )
             self.identities[query.identity] = query
+
+    def _sink_of(self, path: Any) -> tuple[Any, str] | None:
+        """The storage and directory of a sink's output path (where a file sink keeps its
+        log): a relative path is the driver's, as Spark's, and unknown in a session cluster."""
+        import os
+
+        from flinkish_cli.storage import open_storage
+
+        if not path:
+            return None
+        path = str(path)
+        if "://" not in path and not os.path.isabs(path):
+            if self.flavour.name == CONNECT:
+                return None
+            path = os.path.abspath(path)
+        try:
+            return open_storage(path, self.settings), path
+        except Exception:  # a scheme flinkish cannot list: the checkpoint is still measured
+            return None
+
+    def footprint_targets(self) -> dict[str, Any]:
+        """What to measure of each query of this attempt (see ``_footprints``)."""
+        with self.keeper.lock:
+            return {n: t for n, t in self._footprints.items() if n in self.handles}
 
     def _set_trigger(self, writer: Any, query: QueryIdentity) -> None:
         """BATCH mode: availableNow; else the job's interval unless the script set one."""

@@ -15,6 +15,9 @@ of Flink's).
   (:mod:`flinkish_cli.registry.series`, with the newest batches of its status).
 - ``GET /flinkish/jobs/:jobid/savepoints`` its savepoint history (and its lineage's, across
   upgrades), newest first.
+- ``GET /flinkish/jobs/:jobid/checkpoint-size`` what each query's checkpoint takes on
+  storage, part by part, as the driver last measured it, and for the parts that grow with age
+  why and what to do (the document ``flinkish info <JobID> --output json`` prints).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from flinkish_cli.registry.footprint import job_summary
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
@@ -78,6 +82,12 @@ def job_rows(
 def series(status: JobStatus, kept: Series) -> dict[str, Any]:
     """``GET /flinkish/jobs/:jobid/series``: per query, its points oldest first."""
     return {"jid": status.job_id, "fields": list(FIELDS), "queries": kept.queries}
+
+
+def checkpoint_size(status: JobStatus) -> dict[str, Any]:
+    """``GET /flinkish/jobs/:jobid/checkpoint-size``: the registry's document of each query's
+    checkpoint by part (:func:`flinkish_cli.registry.footprint.job_summary`)."""
+    return job_summary(status)
 
 
 def savepoints(records: list[SavepointRecord]) -> dict[str, Any]:

@@ -101,6 +101,10 @@ class FlinkRestApi:
         kept = await run_in_threadpool(self.client.series, status)
         return ok(dashboard.series(status, kept))
 
+    async def dashboard_checkpoint_size(self, request: Request) -> Response:
+        """Each query's checkpoint by part, as ``info <JobID> --output json`` shows it."""
+        return ok(dashboard.checkpoint_size(await self._status(parsing.job_id(request))))
+
     async def dashboard_savepoints(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
         records = await run_in_threadpool(self.client.savepoint_history, status.job_id)
@@ -284,4 +288,9 @@ class FlinkRestApi:
             Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),
+            Route(
+                "/flinkish/jobs/{jobid}/checkpoint-size",
+                self.dashboard_checkpoint_size,
+                methods=["GET"],
+            ),
         ]

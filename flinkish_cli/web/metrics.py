@@ -15,7 +15,15 @@ a query's (Flink's task scope):
 - Spark's progress figures otherwise: ``flinkish_query_batch_duration_ms``,
   ``flinkish_query_last_batch``, ``flinkish_query_state_rows``, ``flinkish_query_input_rows``,
   ``flinkish_query_records_lag_max`` (where the source reports it, as Kafka's does),
-  and ``flinkish_job_state`` (1 for the job's state, labelled ``state``).
+  and ``flinkish_job_state`` (1 for the job's state, labelled ``state``);
+- what each query's checkpoint takes on storage, as its driver last measured it:
+  ``flinkish_query_checkpoint_bytes`` and ``flinkish_query_checkpoint_files``, labelled
+  ``part`` (``offsets``, ``commits``, ``sources``, ``state``, ``metadata``, and
+  ``sink_metadata`` for a file sink's log beside its output) and ``grows`` (``age`` for the
+  parts that grow for as long as the query runs, ``state``, ``bounded``), and
+  ``flinkish_query_checkpoint_measured_timestamp`` (ms). Alert on
+  ``flinkish_query_checkpoint_bytes{grows="age"}``: ``flinkish info <JobID>`` says why and
+  what to do.
 
 Nothing here keeps state between scrapes: a registry that cannot be read yields no samples
 and ``flinkish_registry_up 0``.
@@ -35,12 +43,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from flinkish_cli.registry.footprint import grows
 from flinkish_cli.registry.status import JobState, JobStatus, parse_timestamp
 
 log = logging.getLogger("flinkish.web")
 
 JOB = ("job_id", "job_name")
 QUERY = ("job_id", "job_name", "query")
+PART = (*QUERY, "part", "grows")
 
 
 _J, _T = "flink_jobmanager_job_", "flink_taskmanager_job_task_"
@@ -63,6 +73,14 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("state_rows", "flinkish_query_state_rows", "The query's state rows.", QUERY),
     ("input_rows", "flinkish_query_input_rows", "Input rows of the last micro-batch.", QUERY),
     ("lag", "flinkish_query_records_lag_max", "Records behind the sources' latest offsets.", QUERY),
+    ("cp_bytes", "flinkish_query_checkpoint_bytes", "Bytes of a part of the checkpoint.", PART),
+    ("cp_files", "flinkish_query_checkpoint_files", "Files of a part of the checkpoint.", PART),
+    (
+        "cp_time",
+        "flinkish_query_checkpoint_measured_timestamp",
+        "When the checkpoint was last measured (ms).",
+        QUERY,
+    ),
 )
 
 
@@ -122,6 +140,15 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
             g["input_rows"].add_metric(qlabels, last.input_rows)
             if last.lag is not None:
                 g["lag"].add_metric(qlabels, last.lag)
+        for name, query in status.queries.items():
+            if query.footprint is None:
+                continue
+            qlabels = [*labels, name]
+            g["cp_time"].add_metric(qlabels, query.footprint.measured * 1000)
+            for part, size in query.footprint.parts.items():
+                plabels = [*qlabels, part, grows(part)]
+                g["cp_bytes"].add_metric(plabels, size.bytes)
+                g["cp_files"].add_metric(plabels, size.files)
     yield from g.values()
 
 

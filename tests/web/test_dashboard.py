@@ -24,6 +24,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from flinkish_cli.registry import program, series
 from flinkish_cli.registry.control import ControlChannel, ControlRequest, ControlResponse
+from flinkish_cli.registry.footprint import Footprint, PartSize
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord, SavepointState, Trigger
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -78,6 +79,9 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
             query.record(_progress(batch, first + 5 * batch, name))
             kept.merge(JobStatus(job_id=RUNNING, name="x", queries={name: query}))
         running.queries[name] = query
+    running.queries["raw"].footprint = Footprint(
+        NOW - 30, {"offsets": PartSize(20, 13000), "sources": PartSize(3, 5 << 20)}
+    )
     series.write(registry, RUNNING, kept)
     for batch in range(SERIES_POINTS, SERIES_POINTS + 3):  # newer than the series file
         for name, query in running.queries.items():
@@ -179,8 +183,12 @@ def test_a_jobs_checkpoints_savepoints_exceptions_and_configuration(
 ) -> None:
     open_dashboard(browser, f"{web.url}/#/job/{RUNNING}/checkpoints")
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "History"))
-    rows = browser.find_elements(By.CSS_SELECTOR, "main table tbody tr")
+    rows = browser.find_elements(By.CSS_SELECTOR, "main table tbody tr:not([data-part])")
     assert len(rows) == 10, "web.checkpoints.history rows"
+    size = _text(browser, "#checkpoint-size")
+    assert "raw sources 3 5.0 MiB with age" in size and "raw offsets 20 12.7 KiB bounded" in size
+    assert "grows for as long as the query runs" in size
+    assert "flinkish.file-source.log.cleanup-delay" in size, "what to do"
     assert rows[0].text.startswith(str(SERIES_POINTS + 2))
     browser.find_element(By.ID, "tab-savepoints").click()
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "PERIODIC"))
@@ -206,7 +214,7 @@ def test_the_page_updates_by_itself(
     newest = SERIES_POINTS + 3
     status.queries["counts"].record(_progress(newest, NOW, "counts"))
     registry.write(status)
-    first_row = (By.CSS_SELECTOR, "main table tbody tr")
+    first_row = (By.CSS_SELECTOR, "main table tbody tr:not([data-part])")
     _wait(browser).until(ec.text_to_be_present_in_element(first_row, f"{newest} counts"))
 
 

@@ -1,8 +1,8 @@
 // The dashboard of flinkish web: every job in the registry, read from the same endpoint's
 // REST API (Flink's paths, and flinkish's own under /flinkish/), refreshed every
 // refresh-interval (GET /config). Views: #/overview (the job list) and
-// #/job/<JobID>/<tab> (overview with charts, checkpoints, savepoints, exceptions,
-// configuration). Text from jobs is only ever set as text (never as HTML).
+// #/job/<JobID>/<tab> (overview with charts, checkpoints with each query's size on
+// storage, savepoints, exceptions, configuration). Text from jobs is only ever set as text (never as HTML).
 "use strict";
 
 (() => {
@@ -400,10 +400,40 @@
           ["Duration min / avg / max", `${fmtDuration(s.end_to_end_duration.min)} / ${fmtDuration(s.end_to_end_duration.avg)} / ${fmtDuration(s.end_to_end_duration.max)}`],
           ["State size min / avg / max", `${fmtBytes(s.state_size.min)} / ${fmtBytes(s.state_size.avg)} / ${fmtBytes(s.state_size.max)}`],
         ])),
+        checkpointSize(await api(`flinkish/jobs/${jid}/checkpoint-size`)),
         el("h2", {}, "History (a checkpoint is a committed micro-batch)"),
         table([["ID", "num"], ["Query"], ["Completed"], ["Duration", "num"], ["Rows", "num"],
           ["State rows", "num"], ["State size", "num"], ["Lag", "num"], ["Checkpoint"]],
         rows, "No micro-batch has completed yet."));
+    }
+
+    // What each query's checkpoint takes on storage, by part, as its driver last measured
+    // it; the parts that grow for as long as the query runs say why and what to do.
+    function checkpointSize(data) {
+      const grows = { age: "with age", state: "with the state", bounded: "bounded" };
+      const rows = [];
+      const notes = [];
+      for (const [query, q] of Object.entries(data.queries)) {
+        const f = q.footprint;
+        if (!f) continue;
+        for (const [part, size] of Object.entries(f.parts)) {
+          rows.push(el("tr", { "data-part": `${query}/${part}` },
+            el("td", {}, query), el("td", { class: "mono" }, part),
+            el("td", { class: "num" }, String(size.files)),
+            el("td", { class: "num" }, fmtBytes(size.bytes)),
+            el("td", { class: size.grows === "age" ? "bad" : null }, grows[size.grows] || "")));
+        }
+        for (const g of f.growing) {
+          notes.push(el("p", { class: "notice bad growing" },
+            el("b", {}, `${query} · ${g.part} (${fmtBytes(g.bytes)})`),
+            ` grows for as long as the query runs: ${g.why}. What to do: ${g.advice}.`));
+        }
+      }
+      return el("div", { id: "checkpoint-size" },
+        el("h2", {}, "Checkpoint size on storage"),
+        table([["Query"], ["Part"], ["Files", "num"], ["Size", "num"], ["Grows"]], rows,
+          "Not measured yet (flinkish.checkpoint.size.interval)."),
+        ...notes);
     }
 
     async function renderSavepoints() {
