@@ -342,6 +342,9 @@ def test_the_flinkish_command_refuses_or_accepts_what_a_kill_left(
             assert result.returncode == 1, (point, args, result.stdout, result.stderr)
             refusal = _one_error_line(result.stderr, leftover.path, f"{point} {args[0]}")
             assert refusal.endswith("is not a complete savepoint: it has no _metadata."), refusal
+        assert "If no job is taking a savepoint into it, delete the directory yourself." in (
+            result.stderr  # savepoint -d's hint: flinkish's own leftover, deleted by hand
+        )
         assert _tree(leftover.path) == before
         assert not env.checkpoints.exists() or not any(env.checkpoints.iterdir()), "started"
         assert not env.logs.exists() or not any(env.logs.glob("flinkish-*.log")), "started"
