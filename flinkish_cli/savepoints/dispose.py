@@ -6,7 +6,12 @@ import os
 from typing import TYPE_CHECKING
 
 from flinkish_cli.errors import SavepointError
-from flinkish_cli.savepoints.manifest import Manifest, is_savepoint_name, load_manifest
+from flinkish_cli.savepoints.manifest import (
+    IncompleteSavepointError,
+    Manifest,
+    is_savepoint_name,
+    load_manifest,
+)
 
 if TYPE_CHECKING:
     from flinkish_cli.storage import Storage
@@ -17,10 +22,19 @@ def dispose(storage: Storage, path: str) -> Manifest:
 
     A savepoint is recognised by its name (``savepoint-<6 hex>-<12 hex>``) *and* a readable
     flinkish manifest whose files are all inside it; a directory with only one of the two is
-    left alone. An incomplete savepoint (named like one, no manifest) is refused too: delete
-    it by hand if you are sure. So is a savepoint holding a symbolic link anywhere (or given
-    through one): a dispose never follows a link out of the savepoint, and the deletion
-    itself removes links without following them should one appear meanwhile.
+    left alone. So is a savepoint holding a symbolic link anywhere (or given through one): a
+    dispose never follows a link out of the savepoint, and the deletion itself removes links
+    without following them should one appear meanwhile.
+
+    An incomplete savepoint (named like one, no manifest) is refused too
+    (:class:`~.manifest.IncompleteSavepointError`, nothing deleted), although it is
+    flinkish's own leftover: nothing tells a savepoint whose writer was killed from one a
+    job's driver is writing right now (the manifest comes last, after every file), and
+    deleting that one would pull its files from under the writer. Apache Flink's dispose
+    also needs the savepoint's ``_metadata``. A writer that fails deletes its partial
+    savepoint itself; only a killed one leaves it, and the refusal says to delete it by hand
+    once no job is taking a savepoint into it. A complete savepoint whose files are damaged
+    is disposed of: its manifest shows flinkish wrote all of it.
     """
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if not is_savepoint_name(name):
@@ -35,6 +49,14 @@ def dispose(storage: Storage, path: str) -> Manifest:
             f"{path} is a symbolic link, not a savepoint directory.",
             "Nothing was deleted. Give the savepoint's own path.",
         )
-    manifest = load_manifest(storage, path, "Nothing was deleted")
+    try:
+        manifest = load_manifest(storage, path, "Nothing was deleted")
+    except IncompleteSavepointError as incomplete:
+        raise IncompleteSavepointError(
+            incomplete.message,
+            "Nothing was deleted: it is being written, or its writing was interrupted (a "
+            "driver killed while taking it). If no job is taking a savepoint into it, delete "
+            "the directory yourself.",
+        ) from None
     storage.delete_tree(path)
     return manifest

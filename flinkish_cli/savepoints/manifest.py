@@ -33,6 +33,12 @@ FLINK_MAGIC = bytes.fromhex("4960672d")
 MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 
 
+class IncompleteSavepointError(SavepointError):
+    """A directory with no manifest that is not a query's checkpoint: a savepoint still being
+    written, or one whose writing was interrupted (its process killed before the manifest,
+    which is written last). Nothing in it is trusted."""
+
+
 def is_savepoint_name(name: str) -> bool:
     """True for ``savepoint-<6 hex>-<12 hex>``, the names flinkish gives savepoints."""
     return bool(_NAME.match(name))
@@ -304,7 +310,7 @@ def load_manifest(storage: Storage, path: str, nothing_done: str) -> Manifest:
                 f"{nothing_done}. Give a savepoint, or a job's retained checkpoint "
                 "<execution.checkpointing.dir>/<JobID> (the directory above).",
             )
-        raise SavepointError(
+        raise IncompleteSavepointError(
             f"{path} is not a complete savepoint: it has no {METADATA_FILE}.",
             f"{nothing_done}. Its writing was probably interrupted; use another savepoint.",
         )

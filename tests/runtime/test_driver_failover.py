@@ -16,10 +16,12 @@ exactly-once file sink, ``counts`` keeps a running count per key, written per ba
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -31,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
-from tests.fixtures.sink_log import committed_rows, final_counts
+from tests.fixtures.sink_log import committed_rows, complete_batches, final_counts
 
 pytestmark = pytest.mark.spark
 
@@ -45,6 +47,9 @@ RESTARTS = (
     "restart-strategy.fixed-delay.delay=1 s",
 )
 SAVEPOINT_LINE = re.compile(r"Savepoint completed\. Path: (\S+)")
+#: Savepoints killed by the first test: one by default; FLINKISH_SOAK_ROUNDS for the soak.
+SAVEPOINT_KILLS = int(os.environ.get("FLINKISH_SOAK_ROUNDS", "1"))
+SEED = int(os.environ.get("FLINKISH_SOAK_SEED", "20261125"))
 
 
 class Job:
@@ -173,12 +178,91 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] not in "ZX"
 
 
+def _wait_for_moment(savepoints: Path, before: set[Path], round_: int, rng: random.Random) -> None:
+    """Until the moment round ``round_`` kills the driver taking a savepoint: in even rounds
+    (the only one by default) as soon as the savepoint's manifest is there -- the savepoint
+    whole, the driver not yet done with it (the moment a CI run once hit) --, in odd ones a
+    seeded 0 to 300 ms after its directory appears: anywhere in its copy, its sync or its
+    manifest, or after it."""
+    deadline = time.monotonic() + 60
+
+    def new() -> list[Path]:
+        return [p for p in savepoints.glob("savepoint-*") if p not in before]
+
+    manifest = round_ % 2 == 0
+    while not (any((p / "_metadata").exists() for p in new()) if manifest else new()):
+        assert time.monotonic() < deadline, "the savepoint never started"
+        time.sleep(0.002)
+    if not manifest:
+        time.sleep(rng.uniform(0, 0.3))
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+
+def _whole(leftover: Path, info: dict[str, Any], where: str) -> dict[str, int]:
+    """Every file of the manifest there, with its size and SHA-256 (computed here); each
+    query's last committed batch in the savepoint."""
+    manifest = json.loads((leftover / "_metadata").read_text())
+    for entry in manifest["files"]:
+        data = (leftover / entry["path"]).read_bytes()
+        assert len(data) == entry["size"], f"{where}: {entry['path']}"
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{where}: {entry['path']}"
+    batches = {q["name"]: q["last-committed-batch"] for q in info["queries"]}
+    assert set(batches) == {"counts", "raw"}, where
+    return batches
+
+
+def _assert_refused(
+    job: Job, leftover: Path, info: subprocess.CompletedProcess[str], where: str
+) -> None:
+    """``savepoint info``, ``run -s`` (nothing started) and ``savepoint -d`` (nothing deleted)
+    refuse it, each in one message."""
+    before = _tree(leftover)
+    resumed = job.env.run("run", "-d", "-s", str(leftover), *job.args())
+    disposed = job.env.run("savepoint", "-d", str(leftover))
+    for result in (info, resumed, disposed):
+        assert result.returncode == 1, f"{where}: {result.stdout}\n{result.stderr}"
+        assert result.stderr.startswith(f"ERROR: {leftover} is not a complete savepoint"), (
+            f"{where}: {result.stderr}"
+        )
+        assert "Traceback" not in result.stderr
+    assert _tree(leftover) == before, where
+
+
+def _output_at(job: Job, name: str, batches: dict[str, int]) -> Path:
+    """A new output directory holding what the job's output held at a savepoint's batches:
+    the file sink's commit log up to the ``raw`` query's batch (its entries name the part
+    files where they are) and the ``counts`` batches up to that query's."""
+    output = job.env.root / f"out-{name}"
+    log = job.output / "raw" / "_spark_metadata"
+    (output / "raw" / "_spark_metadata").mkdir(parents=True)
+    for entry in log.iterdir():  # 12, 19.compact and their .12.crc, .19.compact.crc
+        match = re.fullmatch(r"\.?(\d+)(\.compact)?(\.crc)?", entry.name)
+        if match and entry.is_file() and int(match.group(1)) <= batches["raw"]:
+            shutil.copy2(entry, output / "raw" / "_spark_metadata" / entry.name)
+    for batch, directory in complete_batches(job.output / "counts").items():
+        if batch <= batches["counts"]:
+            shutil.copytree(directory, output / "counts" / directory.name)
+    return output
+
+
 def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovered_exactly_once(
     job: Job,
 ) -> None:
+    """Spark's JVM killed, then the Python driver, then the driver killed while it takes a
+    savepoint (:data:`SAVEPOINT_KILLS` times, at moments :func:`_wait_for_moment` moves): the
+    job restarts each time and ends exactly once. What a killed savepoint left is judged by
+    the savepoint itself, never by a log line or the timing: refused by ``savepoint info``,
+    ``run -s`` and ``savepoint -d``, or whole -- its checksums hold and a job resumed from it
+    ends exactly once. (``tests/savepoints/test_savepoint_kills.py`` kills a savepoint after
+    every change it makes, without Spark.)"""
+    whole: dict[Path, dict[str, int]] = {}
     for _ in range(3):
         job.add_file()
-    job_id = job.start()
+    attempts = 2 + SAVEPOINT_KILLS + 3
+    job_id = job.start("-D", f"restart-strategy.fixed-delay.attempts={attempts}")
     with Feeder(job):
         job.wait_for_commits(job_id)
         first = job.status(job_id)
@@ -199,33 +283,33 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
         assert "Python driver was killed by signal 9" in third["failure_cause"]
         job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
 
-        # 3. the driver dies while it takes a savepoint: the CLI gets a clear error, nothing
-        #    half-written validates, the job restarts
-        savepoint = job.env.popen("savepoint", job_id)
-        deadline = time.monotonic() + 60
-        while not any(job.env.savepoints.glob("savepoint-*")):  # the copy has begun
-            assert time.monotonic() < deadline, "the savepoint never started"
-            time.sleep(0.005)
-        os.kill(_jvm_of(third["pid"]), signal.SIGKILL)
-        out, err = savepoint.communicate(timeout=300)
-        fourth = job.wait_running_again(job_id, 3, third["pid"])
-        assert fourth["restarts"] == 3
-        leftovers = list(job.env.savepoints.glob("savepoint-*"))
-        assert len(leftovers) == 1, leftovers  # a killed driver cleans nothing up
-        info = job.env.run("savepoint", "info", "--no-rows", str(leftovers[0]))
-        if savepoint.returncode == 0:  # the copy was done just before the kill
-            assert f"Savepoint completed. Path: {leftovers[0]}" in out.splitlines(), out
-            assert info.returncode == 0, info.stderr
-        else:
-            assert savepoint.returncode == 1, f"{out}\n{err}"
-            assert "Traceback" not in err and err.strip(), err
-            if info.returncode == 0:  # whole, but its driver died before it could answer (as a
-                # JobManager may die after a savepoint completed): the driver had finished it
-                log = job.env.run("logs", job_id, check=True).stdout
-                assert f"Savepoint completed: {leftovers[0]}" in log, (
-                    f"a half-written savepoint validates: {leftovers[0]}"
-                )
-        job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
+        # 3. the Python driver, the process taking a savepoint, dies at a moment moved across
+        #    the savepoint from round to round: what it left is judged by itself alone
+        rng = random.Random(SEED)
+        for round_ in range(SAVEPOINT_KILLS):
+            status = job.status(job_id)
+            before = set(job.env.savepoints.glob("savepoint-*"))
+            savepoint = job.env.popen("savepoint", job_id)
+            _wait_for_moment(job.env.savepoints, before, round_, rng)
+            os.kill(status["pid"], signal.SIGKILL)
+            out, err = savepoint.communicate(timeout=300)
+            job.wait_running_again(job_id, 3 + round_, status["pid"])
+            leftovers = set(job.env.savepoints.glob("savepoint-*")) - before
+            assert len(leftovers) == 1, leftovers  # a killed driver cleans nothing up
+            [leftover] = leftovers
+            where = f"seed {SEED}, round {round_}, {leftover}"
+            if savepoint.returncode == 0:  # it answered before it died: the savepoint is whole
+                assert f"Savepoint completed. Path: {leftover}" in out.splitlines(), out
+            else:
+                assert savepoint.returncode == 1, f"{where}: {out}\n{err}"
+                assert "Traceback" not in err and err.startswith("ERROR: "), err
+            info = job.env.run("savepoint", "info", "--no-rows", "--output", "json", str(leftover))
+            if info.returncode == 0:  # whole: resumed once all input is in, below
+                whole[leftover] = _whole(leftover, json.loads(info.stdout), where)
+            else:
+                assert savepoint.returncode == 1, f"{where}: completed, but refused: {info.stderr}"
+                _assert_refused(job, leftover, info, where)
+            job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
 
     # all input processed, then a clean stop; the output is exactly once
     job.add_file()
@@ -235,7 +319,18 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
         time.sleep(0.5)
     job.stop(job_id)
     assert job.status(job_id)["state"] == "FINISHED"
-    job.assert_exactly_once("after 3 driver deaths")
+    job.assert_exactly_once(f"after {2 + SAVEPOINT_KILLS} driver deaths")
+
+    # a whole leftover is a savepoint like any other: a job resumed from it, into the output
+    # as it stood at the savepoint, ends with every row exactly once
+    for leftover, batches in whole.items():
+        job.output = _output_at(job, leftover.name, batches)
+        resumed = job.env.run(
+            "run", "-s", str(leftover), "-D", "execution.runtime-mode=BATCH", *job.args()
+        )
+        assert resumed.returncode == 0, f"{resumed.stdout}\n{resumed.stderr}"
+        assert "has finished" in resumed.stdout
+        job.assert_exactly_once(f"resumed from {leftover} (seed {SEED})")
 
 
 def test_a_hung_driver_is_killed_and_restarted(job: Job) -> None:
