@@ -16,7 +16,6 @@ exactly-once file sink, ``counts`` keeps a running count per key, written per ba
 from __future__ import annotations
 
 import collections
-import hashlib
 import json
 import os
 import random
@@ -33,6 +32,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.savepoint_files import assert_whole, tree
 from tests.fixtures.sink_log import committed_rows, complete_batches, final_counts
 
 pytestmark = pytest.mark.spark
@@ -197,18 +197,10 @@ def _wait_for_moment(savepoints: Path, before: set[Path], round_: int, rng: rand
         time.sleep(rng.uniform(0, 0.3))
 
 
-def _tree(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
-
-
 def _whole(leftover: Path, info: dict[str, Any], where: str) -> dict[str, int]:
     """Every file of the manifest there, with its size and SHA-256 (computed here); each
     query's last committed batch in the savepoint."""
-    manifest = json.loads((leftover / "_metadata").read_text())
-    for entry in manifest["files"]:
-        data = (leftover / entry["path"]).read_bytes()
-        assert len(data) == entry["size"], f"{where}: {entry['path']}"
-        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{where}: {entry['path']}"
+    assert_whole(leftover, where)
     batches = {q["name"]: q["last-committed-batch"] for q in info["queries"]}
     assert set(batches) == {"counts", "raw"}, where
     return batches
@@ -219,7 +211,7 @@ def _assert_refused(
 ) -> None:
     """``savepoint info``, ``run -s`` (nothing started) and ``savepoint -d`` (nothing deleted)
     refuse it, each in one message."""
-    before = _tree(leftover)
+    before = tree(leftover)
     resumed = job.env.run("run", "-d", "-s", str(leftover), *job.args())
     disposed = job.env.run("savepoint", "-d", str(leftover))
     for result in (info, resumed, disposed):
@@ -228,7 +220,7 @@ def _assert_refused(
             f"{where}: {result.stderr}"
         )
         assert "Traceback" not in result.stderr
-    assert _tree(leftover) == before, where
+    assert tree(leftover) == before, where
 
 
 def _output_at(job: Job, name: str, batches: dict[str, int]) -> Path:

@@ -42,7 +42,6 @@ leftover of each kind as well (``run -s`` of a refused one: exit 1, nothing star
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import multiprocessing
@@ -64,6 +63,7 @@ from flinkish_cli.savepoints.restore import open_source, plan_restore, restore_q
 from flinkish_cli.storage import LocalStorage
 from flinkish_cli.submission.submit import RunRequest
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv
+from tests.fixtures.savepoint_files import assert_whole, tree
 from tests.savepoints.checkpoints import fake_checkpoint
 from tests.savepoints.kill_points import KillSpec, take_savepoint_and_die
 
@@ -169,13 +169,6 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def _tree(path: Path) -> dict[str, bytes]:
-    """Every file under ``path`` with its content (temporary files included)."""
-    if not path.exists():
-        return {}
-    return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
-
-
 def _one_error_line(err: str, path: Path, where: str) -> str:
     """The refusal: one ``ERROR:`` line naming ``path`` (a hint may follow), no traceback."""
     lines = err.splitlines()
@@ -191,7 +184,7 @@ def _config(tmp_path: Path) -> Configuration:
 def _assert_refused(leftover: Leftover, config: Configuration) -> str:
     """info, run -s and dispose refuse it, and nothing of it changes; the refusal."""
     where = f"kill after change {leftover.point} ({leftover.last_change})"
-    before = _tree(leftover.path)
+    before = tree(leftover.path)
     status, out, err = _cli("savepoint", "info", "--no-rows", str(leftover.path))
     assert status == 1 and not out, (where, out, err)
     refusal = _one_error_line(err, leftover.path, where)
@@ -201,7 +194,7 @@ def _assert_refused(leftover: Leftover, config: Configuration) -> str:
     status, out, err = _cli("savepoint", "-d", str(leftover.path))
     assert status == 1, (where, out, err)
     assert _one_error_line(err, leftover.path, where) == refusal
-    assert _tree(leftover.path) == before, f"{where}: a refusal changed the leftover"
+    assert tree(leftover.path) == before, f"{where}: a refusal changed the leftover"
     return "refused"
 
 
@@ -217,16 +210,10 @@ def _assert_whole(
     shown = json.loads(out)
     assert {q["name"]: q["last-committed-batch"] for q in shown["queries"]} == COMMITTED
 
-    manifest = json.loads((path / "_metadata").read_text())
-    listed = {entry["path"]: entry for entry in manifest["files"]}
-    on_disk = _tree(path)
-    assert set(on_disk) == set(listed) | {"_metadata"}, f"{where}: files beyond the manifest"
-    for relative, entry in listed.items():
-        data = on_disk[relative]
-        assert len(data) == entry["size"], f"{where}: {relative} size"
-        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{where}: {relative}"
-        query, _, inside = relative.partition("/")
-        assert data == Path(queries[query], inside).read_bytes(), f"{where}: {relative}"
+    for relative, data in assert_whole(path, where).items():
+        if relative != "_metadata":
+            query, _, inside = relative.partition("/")
+            assert data == Path(queries[query], inside).read_bytes(), f"{where}: {relative}"
 
     plan = plan_restore(RunRequest(from_savepoint=str(path)), config)
     assert plan.source == str(path)
@@ -332,7 +319,7 @@ def test_the_flinkish_command_refuses_or_accepts_what_a_kill_left(
     first_link = next(i for i, c in enumerate(changes, 1) if c.startswith("link "))
     for point in (first_link + 3, renamed - 1):
         leftover, _ = _kill(children, queries, scratch / "runs" / str(point), point, True)
-        before = _tree(leftover.path)
+        before = tree(leftover.path)
         for args in (
             ["savepoint", "info", "--no-rows", str(leftover.path)],
             ["run", "-d", "-s", str(leftover.path), COUNTS_JOB, "--input", "in", "--output", "out"],
@@ -345,7 +332,7 @@ def test_the_flinkish_command_refuses_or_accepts_what_a_kill_left(
         assert "If no job is taking a savepoint into it, delete the directory yourself." in (
             result.stderr  # savepoint -d's hint: flinkish's own leftover, deleted by hand
         )
-        assert _tree(leftover.path) == before
+        assert tree(leftover.path) == before
         assert not env.checkpoints.exists() or not any(env.checkpoints.iterdir()), "started"
         assert not env.logs.exists() or not any(env.logs.glob("flinkish-*.log")), "started"
 
