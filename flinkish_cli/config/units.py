@@ -29,6 +29,7 @@ __all__ = [
     "ValueProblem",
     "format_duration",
     "format_memory",
+    "human_bytes",
     "parse_bool",
     "parse_duration",
     "parse_float",
@@ -265,3 +266,13 @@ def parse_ports(text: str) -> Ports:
             )
         ranges.append((low, high))
     return Ports(tuple(ranges))
+
+
+def human_bytes(size: int) -> str:
+    """A size for people: ``512 B``, ``1.5 KiB``, ``3.2 MiB``, ``1.0 GiB``."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

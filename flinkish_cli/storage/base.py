@@ -38,6 +38,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from flinkish_cli.config.units import human_bytes
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage.settings import StorageSettings
 from flinkish_cli.storage.uri import check_relative, join, relative_to
@@ -106,16 +107,7 @@ class CopyStats:
             if n
         ]
         detail = f" ({', '.join(how)})" if how else ""
-        return f"{self.files} files, {_human(self.bytes)} in {self.seconds:.2f} s{detail}"
-
-
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover
+        return f"{self.files} files, {human_bytes(self.bytes)} in {self.seconds:.2f} s{detail}"
 
 
 class Storage(abc.ABC):

@@ -16,6 +16,7 @@ import click
 from flinkish_cli.cli.flink_args import FlinkCommand
 from flinkish_cli.cli.options import common_options, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
+from flinkish_cli.config.units import human_bytes
 
 
 @click.command(
@@ -111,11 +112,11 @@ def _checkpoint_sizes(document: dict[str, Any], output: str) -> None:
             continue
         measured = datetime.datetime.fromtimestamp(footprint["measured"] / 1000)
         echo(
-            f"== Query '{name}' ({query['checkpoint']}): {_bytes(footprint['bytes'])}, "
+            f"== Query '{name}' ({query['checkpoint']}): {human_bytes(footprint['bytes'])}, "
             f"measured {measured.isoformat(sep=' ', timespec='seconds')} =="
         )
         rows = [
-            [part, str(size["files"]), _bytes(size["bytes"]), _GROWS.get(size["grows"], "")]
+            [part, str(size["files"]), human_bytes(size["bytes"]), _GROWS.get(size["grows"], "")]
             for part, size in footprint["parts"].items()
         ]
         print_table(None, ["Part", "Files", "Size", "Grows"], rows)
@@ -125,12 +126,3 @@ def _checkpoint_sizes(document: dict[str, Any], output: str) -> None:
 
 
 _GROWS = {"age": "with age", "state": "with the state", "bounded": "bounded"}
-
-
-def _bytes(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover
