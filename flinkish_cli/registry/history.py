@@ -191,8 +191,8 @@ class SavepointHistory:
     def update(self, record: SavepointRecord) -> None:
         """Rewrite a record whose state changed (or an older flinkish's file): its new file
         first, then the files it supersedes (its older-format file; its COMPLETED one when
-        its state is final), so that it always has one. A file in a more final state than
-        ``record``'s is never deleted (a reader takes it)."""
+        its state is final), so that it always has one. A file whose name says a more final
+        state than ``record``'s is never deleted (a reader takes it)."""
         from flinkish_cli.storage import join
 
         self.record(record)
