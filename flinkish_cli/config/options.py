@@ -367,7 +367,8 @@ OPTIONS: tuple[Option, ...] = (
         Int(),
         C,
         "Retention: at most this many completed savepoints per job; older ones are disposed "
-        "(as savepoint -d does) and marked DISPOSED. The newest is always kept.",
+        "(as savepoint -d does) and marked DISPOSED. The newest is always kept. The history "
+        "keeps as many records of disposed or failed savepoints; older ones are deleted.",
         RUNTIME,
         default="10",
         check=at_least(1, "an integer"),
@@ -377,7 +378,8 @@ OPTIONS: tuple[Option, ...] = (
         "flinkish.savepoint.history.max-age",
         Duration(),
         C,
-        "Retention: completed savepoints older than this are disposed (the newest is kept).",
+        "Retention: completed savepoints older than this are disposed (the newest is kept); "
+        "records of disposed or failed savepoints older than this leave the history.",
         RUNTIME,
         default="1 d",
         check=POSITIVE_DURATION,

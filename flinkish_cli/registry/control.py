@@ -22,6 +22,12 @@ carried out at most once and never long after its sender gave up:
   (:meth:`ControlChannel.withdraw`): exactly one of the two succeeds, so a withdrawn request
   is never carried out, and a CLI that was too late knows the job had already started it.
 
+Nothing is kept for long: a waiting CLI forgets its request once answered, withdrawn or
+given up (request, claim and response); a detached trigger's files stay for its caller to
+poll, and :meth:`ControlChannel.pending` deletes them :data:`FORGET_AFTER` after the request
+was made, as it does a claim or response left alone by a forget cut short. So the control
+directory of a job that runs for months holds the last two days' triggers at most.
+
 Deadlines compare wall clocks, so hosts that share a registry need roughly synchronised
 clocks (a skew of seconds only shortens or lengthens a deadline by as much).
 """
@@ -48,6 +54,10 @@ DEFAULT_TTL = 600.0
 #: Lifetime of a detached trigger (``savepoint -detached``, ``stop -detached``): nobody waits
 #: for it, the job carries it out whenever its driver next polls, within this time.
 DETACHED_TTL = 24 * 3600.0
+
+#: How long after a request was made its files are kept at most (its response is read by
+#: then: a detached trigger is carried out within :data:`DETACHED_TTL`).
+FORGET_AFTER = 2 * DETACHED_TTL
 
 REQUEST, RESPONSE, CLAIM = "request.json", "response.json", "claim"
 
@@ -230,17 +240,19 @@ class ControlChannel:
         request files that cannot be read as a request.
         """
         storage = self.storage
-        names = {info.name for info in storage.list(self.dir)}
+        files = {info.name: info for info in storage.list(self.dir)}
+        names = set(files)
         if not names:
             return []
         now = time.time()
         requests = []
         for name in sorted(names):
             if not name.endswith("." + REQUEST):
+                self._sweep(files[name], names, now)
                 continue
             request_id = name[: -len("." + REQUEST)]
             if f"{request_id}.{RESPONSE}" in names or f"{request_id}.{CLAIM}" in names:
-                if now - _created_of(request_id) > 2 * DETACHED_TTL:
+                if now - made(files[name]) > FORGET_AFTER:
                     self.forget(request_id)  # answered or claimed long ago: nobody reads it
                 continue
             claim = self._path(request_id, CLAIM)
@@ -261,11 +273,29 @@ class ControlChannel:
             requests.append(request)
         return requests
 
+    def _sweep(self, info: Any, names: set[str], now: float) -> None:
+        """Delete a claim or response whose request is gone (a forget or a withdrawal cut
+        short) once it is :data:`FORGET_AFTER` old: nothing reads it any more."""
+        request_id, _, kind = info.name.partition(".")
+        if kind not in (RESPONSE, CLAIM) or f"{request_id}.{REQUEST}" in names:
+            return
+        if now - made(info) > FORGET_AFTER:
+            self.storage.delete(info.path)
+
     def respond(self, response: ControlResponse) -> None:
         """Answer a request."""
         self.storage.write_text(
             self._path(response.request_id, RESPONSE), json.dumps(asdict(response))
         )
+
+
+def made(info: Any) -> float:
+    """When a file of a listing (a :class:`~flinkish_cli.storage.FileInfo`) was written:
+    its modification time, or where the storage gives none, the time in its name's request
+    id (a trigger id a client chose may hold no time at all: 0)."""
+    if info.mtime is not None:
+        return float(info.mtime)
+    return _created_of(info.name.split(".", 1)[0])
 
 
 def _created_of(request_id: str) -> float:

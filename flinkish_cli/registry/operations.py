@@ -4,27 +4,53 @@ from another ``flinkish web`` process::
 
     <root>/_flinkish/operations/<trigger id>.json     {"ok": bool, "error": str | null}
 
-Kept in the registry, so that the web endpoint itself holds no state.
+Kept in the registry, so that the web endpoint itself holds no state; for
+:data:`RESULT_TTL` after the operation (Flink's ``rest.async.store-duration`` is shorter:
+5 minutes). Each new result deletes those past it, so the directory holds a day's at most.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
+from flinkish_cli.registry.control import made
 from flinkish_cli.registry.store import META_DIR, JobRegistry
 
 OPERATIONS_DIR = "operations"
+#: How long an operation's result can be asked for (seconds after its trigger id was made).
+RESULT_TTL = 24 * 3600.0
+SUFFIX = ".json"
+
+
+def _dir(registry: JobRegistry) -> str:
+    from flinkish_cli.storage import join
+
+    return join(registry.root, META_DIR, OPERATIONS_DIR)
 
 
 def _path(registry: JobRegistry, trigger_id: str) -> str:
     from flinkish_cli.storage import join
 
-    return join(registry.root, META_DIR, OPERATIONS_DIR, f"{trigger_id}.json")
+    return join(_dir(registry), f"{trigger_id}{SUFFIX}")
 
 
 def record(registry: JobRegistry, trigger_id: str, ok: bool, error: str | None) -> None:
-    """Keep the outcome of the operation ``trigger_id``."""
+    """Keep the outcome of the operation ``trigger_id``, and forget those past
+    :data:`RESULT_TTL`."""
     registry.storage.write_text(_path(registry, trigger_id), json.dumps({"ok": ok, "error": error}))
+    expire(registry)
+
+
+def expire(registry: JobRegistry, now: float | None = None) -> int:
+    """Delete the results written more than :data:`RESULT_TTL` ago; how many."""
+    now = time.time() if now is None else now
+    expired = 0
+    for info in registry.storage.list(_dir(registry)):
+        if not info.is_dir and info.name.endswith(SUFFIX) and now - made(info) > RESULT_TTL:
+            registry.storage.delete(info.path)
+            expired += 1
+    return expired
 
 
 def result(registry: JobRegistry, trigger_id: str) -> tuple[bool, str | None] | None:

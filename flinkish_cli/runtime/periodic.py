@@ -91,11 +91,11 @@ class PeriodicSavepoints:
         self.live = live  # the job runs and is not ending
         self._pending = False  # a periodic savepoint is queued or being taken
         try:
-            periodic = [r.time for r in history.of_job(job_id) if r.trigger is Trigger.PERIODIC]
+            last = history.last_time(job_id, Trigger.PERIODIC)
         except Exception as error:  # the schedule starts afresh
             log.warning("Could not read the savepoint history: %s", error)
-            periodic = []
-        self.due = self.schedule.next_after(max(periodic) if periodic else started)
+            last = None
+        self.due = self.schedule.next_after(last if last is not None else started)
 
     def run(self, done: threading.Event) -> None:
         log.info("Periodic savepoints %s; the next is due at %s.", self.schedule, _at(self.due))

@@ -13,7 +13,9 @@ checkpointing is enabled (``execution.checkpointing.interval`` set), otherwise n
 
 The job's driver (a failed attempt) and its supervisor (a dead driver) both record a failure
 through :func:`record_failure`, so the bookkeeping (failure times, RESTARTING, the count of
-restarts, why a job was not restarted) is written once.
+restarts, why a job was not restarted) is written once. The failure times kept are only those
+the strategy's later decisions depend on (:func:`needed`), so they never grow with the job's
+age.
 """
 
 from __future__ import annotations
@@ -49,6 +51,30 @@ class RestartStrategy(Protocol):
     """Decides after each failure."""
 
     def on_failure(self, now: float) -> Decision: ...
+
+
+def needed(strategy: RestartStrategy, failures: list[float]) -> list[float]:
+    """The newest of ``failures`` (in order) that the strategy's later decisions depend on:
+    replaying them decides as replaying all would, so a job failing now and then for months
+    keeps a bounded list. Failure-rate looks back one interval from the newest failure;
+    exponential-delay, to its last reset (a pause of ``reset_threshold`` between two
+    failures forgets those before); fixed-delay counts them all (at most its attempts + 1:
+    the job then fails), as does no-restart (one: the job fails)."""
+    if not failures:
+        return failures
+    if isinstance(strategy, FailureRate):
+        return [t for t in failures if failures[-1] - t <= strategy.interval]
+    if isinstance(strategy, ExponentialDelay):
+        since = max(
+            (
+                n
+                for n in range(1, len(failures))
+                if failures[n] - failures[n - 1] >= strategy.reset_threshold
+            ),
+            default=0,
+        )
+        return failures[since:]
+    return failures
 
 
 @dataclass
@@ -198,7 +224,7 @@ def record_failure(
     :attr:`Decision.note`), as only the caller knows what else its end records.
     """
     decision = replay(config, status.failure_times, now)
-    status.failure_times.append(now)
+    status.failure_times = needed(from_config(config), [*status.failure_times, now])
     status.remember_failure(cause, now, history_size(config), query)
     if decision.restart:
         status.state = JobState.RESTARTING

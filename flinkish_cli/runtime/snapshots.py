@@ -91,6 +91,7 @@ class Snapshots:
                     cause=short_cause(error),
                 )
             )
+            self._retain(prune_only=True)  # failed records are bounded too
             raise
         log.info("Savepoint completed: %s", path)
         record = SavepointRecord(
@@ -110,20 +111,25 @@ class Snapshots:
         self._retain()
         return path
 
-    def _retain(self) -> None:
-        """Dispose of the savepoints past the retention (never this one, the newest)."""
+    def _retain(self, prune_only: bool = False) -> None:
+        """Dispose of the savepoints past the retention (never this one, the newest), then
+        bound the history by the same count and age (after a failed savepoint, only that)."""
         if self.retention is None:
             return
-        from flinkish_cli.savepoints.retention import apply_retention
+        from flinkish_cli.savepoints.retention import apply_retention, prune_history
         from flinkish_cli.storage import open_storage
 
+        history = SavepointHistory(self.registry)
         try:
-            apply_retention(
-                SavepointHistory(self.registry),
-                self.plan.job_id,
-                self.retention,
-                lambda path: open_storage(path, self.settings),
-            )
+            if prune_only:
+                prune_history(history, self.plan.job_id, self.retention)
+            else:
+                apply_retention(
+                    history,
+                    self.plan.job_id,
+                    self.retention,
+                    lambda path: open_storage(path, self.settings),
+                )
         except Exception as error:  # retention never fails a savepoint or the job
             log.warning("Savepoint retention failed: %s", error)
 

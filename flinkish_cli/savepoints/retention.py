@@ -8,6 +8,15 @@ history. Never disposed: the newest completed savepoint, a savepoint the user to
 directory of their own naming (unless ``flinkish.savepoint.history.dispose-named``), and
 anything the history does not record as a savepoint of this job. A job upgraded from
 another (``flinkish upgrade``) counts the savepoints of the jobs it replaced as its own.
+
+The same count and age bound the history itself, as the Flink Kubernetes Operator's
+``savepoint.history.max.count``/``max.age`` bound the history it keeps: after each pass, of
+the records of savepoints that are gone (DISPOSED) or never were (FAILED), across the job
+and the jobs it replaced, the newest ``max-count`` made within ``max-age`` are kept and the
+others deleted (:meth:`~flinkish_cli.registry.history.SavepointHistory.prune`). A COMPLETED
+record stays as long as its savepoint: a job's history holds at most about ``max-count``
+COMPLETED records (more only for savepoints in directories the user named) and
+``max-count`` DISPOSED or FAILED ones, however long it runs.
 """
 
 from __future__ import annotations
@@ -64,16 +73,30 @@ def apply_retention(
     paths disposed. One that cannot be disposed stays COMPLETED, with a warning."""
     from flinkish_cli.savepoints.dispose import dispose
 
+    now = time.time() if now is None else now
     disposed = []
-    records = history.of_lineage(job_id)
-    for record in retention.expired(records, time.time() if now is None else now):
+    records = history.of_lineage(job_id, {SavepointState.COMPLETED})
+    for record in retention.expired(records, now):
         try:
             dispose(storage_of(record.path), record.path)
         except Exception as error:
             log.warning("Retention could not dispose of savepoint %s: %s", record.path, error)
             continue
         record.state = SavepointState.DISPOSED
-        history.record(record)
+        history.update(record)
         disposed.append(record.path)
         log.info("Retention disposed of savepoint %s (%s).", record.path, record.trigger.value)
+    prune_history(history, job_id, retention, now)
     return disposed
+
+
+def prune_history(
+    history: SavepointHistory, job_id: str, retention: Retention, now: float | None = None
+) -> int:
+    """Bound the history of the job (and of the jobs it replaced) by the retention's count
+    and age (see the module's docstring); the records deleted."""
+    now = time.time() if now is None else now
+    pruned = history.prune(job_id, retention.max_count, retention.max_age.total_seconds(), now)
+    if pruned:
+        log.info("Pruned %s records of disposed or failed savepoints from the history.", pruned)
+    return pruned

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from flinkish_cli.registry.control import (
     DEFAULT_TTL,
+    FORGET_AFTER,
     ControlChannel,
     ControlRequest,
     ControlResponse,
@@ -135,3 +137,31 @@ def test_request_ids_are_flinks_trigger_ids_in_creation_order() -> None:
     assert abs(_created_of(first) - time.time()) < 5
     older = f"{time.time_ns():020d}-abcdef01"  # an earlier flinkish's form is still read
     assert abs(_created_of(older) - time.time()) < 5 and not is_request_id(older)
+
+
+def test_files_left_by_requests_long_gone_are_deleted(channel: ControlChannel) -> None:
+    """A detached trigger's files stay for its caller to poll, then go; so do a claim or a
+    response whose request went first (a forget or withdrawal cut short): a job that runs
+    for months keeps two days of control files at most."""
+    answered = channel.send(ControlRequest("savepoint", {"target": "/sp"}))
+    (request,) = channel.pending()
+    channel.respond(ControlResponse(request.request_id, ok=True, result={"path": "/sp/x"}))
+    recent = channel.send(ControlRequest("checkpoint"))
+    channel.pending()
+    channel.respond(ControlResponse(recent.request_id, ok=True))
+    directory = Path(channel.dir)
+    for orphan in ("0" * 31 + "1", "0" * 31 + "2"):
+        (directory / f"{orphan}.response.json").write_text('{"ok": true}')
+        (directory / f"{orphan}.claim").write_text("{}")
+    long_ago = time.time() - FORGET_AFTER - 60
+    for path in directory.iterdir():
+        if answered.request_id in path.name or path.name.startswith("0" * 31 + "1"):
+            os.utime(path, (long_ago, long_ago))
+    assert channel.pending() == []
+    assert _files(channel) == sorted(
+        [
+            *(f"{recent.request_id}.{kind}" for kind in ("claim", "request.json", "response.json")),
+            *(f"{'0' * 31}2.{kind}" for kind in ("claim", "response.json")),
+        ]
+    )
+    assert channel.response(recent.request_id) is not None

@@ -103,3 +103,43 @@ def test_a_recorded_failure_joins_the_exception_history(tmp_path) -> None:
     assert status.exceptions == [  # bounded by web.exception-history-size
         {"timestamp": 20000, "attempt": 1, "query": None, "cause": "boom again"}
     ]
+
+
+def test_a_job_failing_now_and_then_for_months_keeps_few_failure_times(tmp_path) -> None:
+    """The failure times in the status are replayed at each failure: only those that still
+    change a decision are kept (the list no longer grows with the job's age), and every
+    decision is the one the whole history gives."""
+
+    def config(**flat: str):
+        return load_configuration(tmp_path, dynamic=[f"{k}={v}" for k, v in flat.items()])
+
+    hour = 3600.0
+    exponential = config(
+        **{
+            "execution.checkpointing.interval": "1 s",
+            "restart-strategy.exponential-delay.reset-backoff-threshold": "1 h",
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff": "4",
+        }
+    )
+    rate = config(
+        **{
+            "restart-strategy.type": "failure-rate",
+            "restart-strategy.failure-rate.max-failures-per-interval": "3",
+            "restart-strategy.failure-rate.failure-rate-interval": "1 h",
+        }
+    )
+    # a burst of three failures every two hours, for a week
+    times = [burst * 2 * hour + n * 60.0 for burst in range(12 * 7) for n in range(3)]
+    for strategy_config in (exponential, rate):
+        status = JobStatus(job_id="c" * 32, name="job")
+        every = []
+        for number, moment in enumerate(times):
+            decision = record_failure(strategy_config, status, "boom", moment)
+            every.append(moment)
+            whole = from_config(strategy_config)
+            for earlier in every[:-1]:
+                whole.on_failure(earlier)
+            assert decision.restart == whole.on_failure(moment).restart, number
+            status.state = JobState.RUNNING
+        assert len(status.failure_times) <= 3
+    assert len(status.exceptions) <= 16
