@@ -318,5 +318,14 @@ def _detail(key: str, value: Any) -> str:
 
 
 def write_markdown(results: Results, path: Path) -> None:
+    """Write the page; the soak's section of the page there before (``scripts/soak``) is
+    kept."""
+    from benchmarks.soak import DOCS_BEGIN, DOCS_END, keep_section
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(results))
+    page = markdown(results)
+    before = path.read_text() if path.exists() else ""
+    if DOCS_BEGIN in before and DOCS_END in before:
+        section = DOCS_BEGIN + before.split(DOCS_BEGIN, 1)[1].split(DOCS_END, 1)[0] + DOCS_END
+        page = keep_section(page, section + "\n")
+    path.write_text(page)

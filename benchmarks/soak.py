@@ -349,6 +349,17 @@ class Soak:
 
 
 # -- the report -------------------------------------------------------------------------------
+def _describe(params: SoakParams) -> str:
+    return (
+        f"Run of {fmt_seconds(params.duration)}: a file of 20 rows every "
+        f"{params.input_every:g} s, checkpoints every 2 s, periodic savepoints every "
+        f"{params.savepoint_every} (history count 3), flinkish web polled every "
+        f"{params.poll_every:g} s, Spark's JVM killed every {fmt_seconds(params.kill_every)}, "
+        f"an upgrade every {fmt_seconds(params.upgrade_every)}; logs roll at {ROLL_SIZE} "
+        f"with env.log.max {LOG_MAX}."
+    )
+
+
 def per_hour(samples: list[Sample], kind: str, name: str) -> tuple[float, float, float]:
     """The figure at the baseline (one hour in, or halfway for a shorter run), at the end,
     and its growth per hour between them as a fraction of the baseline."""
@@ -392,6 +403,36 @@ def report(result: SoakResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The soak's section of docs/benchmarks.md, kept between these lines (``scripts/bench``
+#: rewrites the rest of the page and keeps it: :func:`benchmarks.report.write_markdown`).
+DOCS_BEGIN, DOCS_END = "<!-- soak: written by scripts/soak -->", "<!-- /soak -->"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def soak_section(text: str) -> str:
+    """The soak's section of the benchmark page, from :func:`report`'s text."""
+    title = "## 9. The soak: a job for hours (scripts/soak)"
+    return f"{DOCS_BEGIN}\n{title}\n\n{text.rstrip()}\n{DOCS_END}\n"
+
+
+def keep_section(page: str, section: str) -> str:
+    """``page`` with its soak section replaced by ``section`` (added before the run's
+    parameters, or at the end, when it has none)."""
+    if DOCS_BEGIN in page and DOCS_END in page:
+        before, rest = page.split(DOCS_BEGIN, 1)
+        return before + section.rstrip("\n") + rest.split(DOCS_END, 1)[1]
+    marker = "## Parameters of this run"
+    if marker in page:
+        before, after = page.split(marker, 1)
+        return before + section + "\n" + marker + after
+    return page.rstrip("\n") + "\n\n" + section
+
+
+def write_docs(text: str, path: Path = DOCS) -> None:
+    page = path.read_text() if path.exists() else "# Benchmarks\n"
+    path.write_text(keep_section(page, soak_section(text)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/soak", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=7200, help="seconds (default 7200)")
@@ -402,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input-every", type=float, default=2.0)
     parser.add_argument("--sample-every", type=float, default=60)
     parser.add_argument("--json", help="also write the samples as JSON to this file")
+    parser.add_argument(
+        "--docs", action="store_true", help="write the report into docs/benchmarks.md"
+    )
     args = parser.parse_args(argv)
     root = Path(args.dir)
     if root.exists():
@@ -414,7 +458,10 @@ def main(argv: list[str] | None = None) -> int:
         upgrade_every=args.upgrade_every, sample_every=args.sample_every,
     )  # fmt: skip
     result = Soak(Workspace(root), params).run()
-    print(report(result))
+    text = report(result)
+    print(text)
+    if args.docs:
+        write_docs(f"{_describe(params)}\n\n{text}")
     if args.json:
         Path(args.json).write_text(
             json.dumps([s.__dict__ for s in result.samples], indent=1, default=str)

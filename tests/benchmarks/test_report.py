@@ -64,3 +64,21 @@ def test_statistics_and_configuration_overrides() -> None:
     text = flink_conf_text({"parallelism.default": 8, "s3.endpoint": "http://x"})
     assert "\nparallelism.default: 8\n" in text and "parallelism.default: 2" not in text
     assert text.rstrip().endswith("s3.endpoint: http://x")
+
+
+def test_a_benchmark_run_keeps_the_soaks_section_and_a_soak_replaces_only_its_own(
+    tmp_path,
+) -> None:
+    from benchmarks.report import write_markdown
+    from benchmarks.soak import write_docs
+
+    page = tmp_path / "benchmarks.md"
+    write_docs("first soak: 2 h, exactly once", page)  # a page with only the soak
+    write_markdown(_results(Row("x", 0.1, "s", "ref", 0.1, [0.1], [0.1], "goal", True)), page)
+    text = page.read_text()
+    assert "first soak: 2 h" in text and "## 3. CLI latency" in text
+    assert text.index("## 9. The soak") < text.index("## Parameters of this run")
+    write_docs("second soak", page)
+    text = page.read_text()
+    assert "second soak" in text and "first soak" not in text
+    assert text.count("## 9. The soak") == 1 and "## 3. CLI latency" in text
