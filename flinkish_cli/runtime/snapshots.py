@@ -108,12 +108,13 @@ class Snapshots:
         except Exception as error:
             log.warning("Could not read the manifest of savepoint %s: %s", path, error)
         self._remember(record)
-        self._retain()
+        self._retain(directory=target_dir)
         return path
 
-    def _retain(self, prune_only: bool = False) -> None:
-        """Dispose of the savepoints past the retention (never this one, the newest), then
-        bound the history by the same count and age (after a failed savepoint, only that)."""
+    def _retain(self, prune_only: bool = False, directory: str | None = None) -> None:
+        """Dispose of the savepoints past the retention (never this one, the newest), bound
+        the history by the same count and age (after a failed savepoint, only that), and
+        sweep what killed drivers left incomplete in ``directory``, where this one went."""
         if self.retention is None:
             return
         from flinkish_cli.savepoints.retention import apply_retention, prune_history
@@ -130,8 +131,18 @@ class Snapshots:
                     self.retention,
                     lambda path: open_storage(path, self.settings),
                 )
+                self._sweep(history, directory)
         except Exception as error:  # retention never fails a savepoint or the job
             log.warning("Savepoint retention failed: %s", error)
+
+    def _sweep(self, history: SavepointHistory, directory: str | None) -> None:
+        from flinkish_cli.savepoints.retention import sweep_abandoned
+        from flinkish_cli.storage import open_storage
+
+        if directory is None:
+            return
+        lineage = history.lineage(self.plan.job_id)  # the job, and those it replaced
+        sweep_abandoned(open_storage(directory, self.settings), directory, lineage)
 
     def _remember(self, record: SavepointRecord) -> None:
         """Write a record of the history; a storage problem costs the record, never the job."""

@@ -17,6 +17,16 @@ others deleted (:meth:`~flinkish_cli.registry.history.SavepointHistory.prune`). 
 record stays as long as its savepoint: a job's history holds at most about ``max-count``
 COMPLETED records (more only for savepoints in directories the user named) and
 ``max-count`` DISPOSED or FAILED ones, however long it runs.
+
+And what a killed driver left: a savepoint directory of the job (or of a job it replaced),
+named like one, with no manifest, that nothing has written to for
+:data:`ABANDONED_AFTER`, in the directory the job's savepoints go to, is deleted after the
+pass (:func:`sweep_abandoned`). The pass runs in the job's driver right after one of its
+savepoints completed, and a job takes one savepoint at a time, so no writer of this job is
+inside such a directory; the quiet period keeps a writer of another flinkish, whose JobID
+shares the first six digits, safe too. ``savepoint -d`` refuses these (it cannot know that
+no writer is inside), so without the sweep a job killed now and then would pile up partial
+copies of its state for ever.
 """
 
 from __future__ import annotations
@@ -31,6 +41,9 @@ from typing import Any
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord, SavepointState
 
 log = logging.getLogger("flinkish.savepoints")
+
+#: How long an incomplete savepoint of the job must have been left alone before it goes.
+ABANDONED_AFTER = 600.0
 
 
 @dataclass(frozen=True)
@@ -100,3 +113,33 @@ def prune_history(
     if pruned:
         log.info("Pruned %s records of disposed or failed savepoints from the history.", pruned)
     return pruned
+
+
+def sweep_abandoned(
+    storage: Any, directory: str, job_ids: list[str], now: float | None = None
+) -> list[str]:
+    """Delete the incomplete savepoints of ``job_ids`` in ``directory`` left alone for
+    :data:`ABANDONED_AFTER` (see the module's docstring); the paths deleted."""
+    from flinkish_cli.savepoints.manifest import METADATA_FILE, is_savepoint_name
+    from flinkish_cli.storage import join
+
+    now = time.time() if now is None else now
+    prefixes = tuple(f"savepoint-{job_id[:6]}-" for job_id in job_ids)
+    swept = []
+    try:
+        entries = storage.list(directory)
+    except Exception:  # no such directory yet, or unreadable: nothing to sweep
+        return []
+    for entry in entries:
+        if not (entry.is_dir and is_savepoint_name(entry.name) and entry.name.startswith(prefixes)):
+            continue
+        if storage.exists(join(entry.path, METADATA_FILE)):
+            continue  # complete: retention's business, by its records
+        files = list(storage.walk(entry.path))
+        newest = max((f.mtime for f in files if f.mtime is not None), default=entry.mtime)
+        if newest is None or now - newest < ABANDONED_AFTER:
+            continue
+        storage.delete_tree(entry.path)
+        swept.append(entry.path)
+        log.info("Deleted savepoint %s, left incomplete by a driver that was killed.", entry.path)
+    return swept

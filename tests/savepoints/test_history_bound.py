@@ -127,3 +127,29 @@ def test_an_upgraded_job_prunes_the_history_it_inherited_from_an_older_flinkish(
     assert [r["path"] for r in _flinkish(capsys, "savepoint", "list", OLD)["savepoints"]] == [
         r["path"] for r in listed[1:]
     ]
+
+
+def test_the_next_savepoint_sweeps_what_a_killed_driver_left(
+    registry: JobRegistry, tmp_path: Path
+) -> None:
+    """A killed driver's incomplete savepoint (no manifest, quiet for long) goes with the
+    job's next savepoint; one a writer may still be inside (recent) stays."""
+    import os
+    import time
+
+    from flinkish_cli.savepoints.retention import ABANDONED_AFTER
+
+    registry.write(JobStatus(job_id=JOB, name="job", state=JobState.RUNNING))
+    checkpoint = fake_checkpoint(tmp_path / "cp" / JOB / "q", committed=1)
+    directory = tmp_path / "sp"
+    left, recent = (
+        directory / f"savepoint-{JOB[:6]}-{'e' * 12}",
+        directory / f"savepoint-{JOB[:6]}-{'f' * 12}",
+    )
+    for path, age in ((left, ABANDONED_AFTER + 1), (recent, 5.0)):
+        (path / "q" / "offsets").mkdir(parents=True)
+        (path / "q" / "offsets" / "0").write_text("v1\n")
+        for item in (path, *path.rglob("*")):
+            os.utime(item, (time.time() - age, time.time() - age))
+    taken = _snapshots(registry, JOB, checkpoint).take_savepoint(str(directory))
+    assert not left.exists() and recent.exists() and Path(taken, "_metadata").exists()

@@ -4,6 +4,8 @@ anything that is not a savepoint stay."""
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -90,3 +92,38 @@ def test_what_is_not_a_savepoint_is_never_disposed(tmp_path: Path) -> None:
 
 def _local(path: str) -> LocalStorage:
     return LocalStorage(path)
+
+
+def test_what_killed_drivers_left_incomplete_goes_once_left_alone_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """A savepoint directory of the job (or of a job it replaced) with no manifest, quiet
+    for ABANDONED_AFTER, is swept; a complete savepoint, a quiet one of another job, a
+    recent one and anything not named like a savepoint stay."""
+    from flinkish_cli.savepoints.retention import ABANDONED_AFTER, sweep_abandoned
+
+    history, storage = _setup(tmp_path)
+    complete = _take(history, storage, tmp_path, 1000.0).path
+    directory = tmp_path / "sp"
+    now = time.time()
+
+    def leftover(name: str, age: float) -> Path:
+        path = directory / name
+        (path / "counts" / "state" / "0").mkdir(parents=True)
+        (path / "counts" / "state" / "0" / "_metadata").write_text("Spark's, not ours")
+        (path / "counts" / "offsets").mkdir()
+        for file in path.rglob("*"):
+            os.utime(file, (now - age, now - age))
+        return path
+
+    ours = leftover(f"savepoint-{JOB[:6]}-{'a' * 12}", ABANDONED_AFTER + 60)
+    replaced = leftover(f"savepoint-{'cd' * 3}-{'b' * 12}", ABANDONED_AFTER + 60)
+    recent = leftover(f"savepoint-{JOB[:6]}-{'c' * 12}", 30)
+    other_job = leftover(f"savepoint-{'12' * 3}-{'d' * 12}", ABANDONED_AFTER + 60)
+    not_ours = leftover("my-backup", ABANDONED_AFTER + 60)
+    swept = sweep_abandoned(storage, str(directory), [JOB, "cd" * 16], now)
+    assert sorted(swept) == sorted([str(ours), str(replaced)])
+    assert not ours.exists() and not replaced.exists()
+    assert recent.exists() and other_job.exists() and not_ours.exists()
+    assert Path(complete, "_metadata").exists()  # complete: never swept, whatever its age
+    assert sweep_abandoned(storage, str(tmp_path / "missing"), [JOB], now) == []
