@@ -252,10 +252,12 @@ class Ports:
 def parse_ports(text: str) -> Ports:
     """``8081``, ``50100,50101``, ``50100-50200`` or a mix, each port 0 to 65535."""
     ranges: list[tuple[int, int]] = []
-    for part in text.split(","):
+    parts = text.split(",")
+    for part in parts:
         match = _PORT_RANGE.fullmatch(part.strip())
         if not match:
-            raise ValueProblem(f"has {part.strip()!r}, which is not a port", PORTS_EXPECTED)
+            problem = "is not a port" if len(parts) == 1 else f"has {part.strip()!r}, not a port"
+            raise ValueProblem(problem, PORTS_EXPECTED)
         low = int(match.group(1))
         high = int(match.group(2) or low)
         if high > 65535:
