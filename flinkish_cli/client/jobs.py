@@ -44,8 +44,13 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from flinkish_cli.client.state_reads import StateReads
     from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
+    from flinkish_cli.state.export import Export
+    from flinkish_cli.state.model import StateListing, StoreRows
     from flinkish_cli.submission.run import Presenter
     from flinkish_cli.submission.submit import RunRequest
 
@@ -124,6 +129,7 @@ class JobClient:
     def __init__(self, config: Any) -> None:
         self.config = config
         self._registry: JobRegistry | None = None
+        self._state_reads: StateReads | None = None
 
     def open(self) -> JobClient:
         """Open the registry now, so that a storage that cannot be used fails here."""
@@ -393,9 +399,12 @@ class JobClient:
             return history.all()
         return history.of_lineage(self.registry.get(parse_job_id(job_id)).job_id)
 
-    def savepoint_info(self, path: str, rows: bool = True) -> dict[str, Any]:
-        """What a savepoint (or retained checkpoint) holds, with state row counts."""
-        from flinkish_cli.savepoints.inspect import count_state_rows, describe
+    def savepoint_info(
+        self, path: str, rows: bool = True, notice: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
+        """What a savepoint (or retained checkpoint) holds, with each stateful operator's
+        state rows per store (read by :mod:`flinkish_cli.state`) unless ``rows`` is false."""
+        from flinkish_cli.savepoints.inspect import describe
         from flinkish_cli.savepoints.restore import open_source
         from flinkish_cli.storage import open_for_config
 
@@ -404,18 +413,96 @@ class JobClient:
         summary = describe(source.manifest)
         summary["path"] = path
         if rows and any(q.stateful for q in source.manifest.queries):
-            from flinkish_cli.config import to_spark
+            from flinkish_cli.state.api import list_state
 
-            conf = to_spark(self.config).conf
-            hadoop = {k: v for k, v in conf.items() if k.startswith("spark.hadoop.")}
-            by_query: dict[str, dict[int, dict[str, int]]] = {}
-            for item in count_state_rows(path, source.manifest, hadoop):
-                by_query.setdefault(item.query, {})[item.operator_id] = item.rows
+            listing = list_state(path, self.config, notice=notice, verify=False)
             for query in summary["queries"]:
-                rows_of = by_query.get(query["name"], {})
+                state = listing.query(query["name"])
                 for operator in query["stateful-operators"]:
-                    operator["rows"] = rows_of.get(operator["id"], {})
+                    found = state.operator(operator["id"]) if state else None
+                    operator["rows"] = {s.name: s.rows for s in found.stores} if found else {}
         return summary
+
+    # -- state -----------------------------------------------------------------------------
+    def state_listing(
+        self,
+        target: str,
+        query: str | None = None,
+        operator: int | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> StateListing:
+        """``state ls`` of a savepoint, a retained checkpoint or a JobID (its queries'
+        checkpoints at their latest committed batches, read from a copy)."""
+        from flinkish_cli.state.api import list_state
+
+        return list_state(target, self.config, query, operator, notice)
+
+    def state_rows(
+        self,
+        target: str,
+        query: str | None = None,
+        operator: int | None = None,
+        store: str | None = None,
+        key: str | None = None,
+        limit: int = 20,
+        notice: Callable[[str], None] | None = None,
+    ) -> list[StoreRows]:
+        """``state show``: each chosen store's rows, biggest keys first."""
+        from flinkish_cli.state.api import show_state
+
+        return show_state(target, self.config, query, operator, store, key, limit, notice)
+
+    def export_state(
+        self,
+        target: str,
+        directory: str,
+        fmt: str,
+        query: str | None = None,
+        operator: int | None = None,
+        store: str | None = None,
+        overwrite: bool = False,
+        notice: Callable[[str], None] | None = None,
+    ) -> Export:
+        """``state export``: the chosen stores as Parquet or JSON lines under ``directory``."""
+        from flinkish_cli.state.api import export_state
+
+        return export_state(
+            target, directory, self.config, fmt, query, operator, store, overwrite, notice
+        )
+
+    def job_state(self, job_id: str) -> dict[str, Any]:
+        """``state ls`` of a job as a document, read in a child process (for a long-lived
+        caller: :mod:`flinkish_cli.client.state_reads`), cached by the job's batches."""
+        return self._read_state(job_id, {"action": "ls"})
+
+    def job_state_rows(
+        self,
+        job_id: str,
+        query: str,
+        operator: int,
+        store: str | None = None,
+        key: str | None = None,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        """``state show`` of one operator of a job as a document (see :meth:`job_state`)."""
+        request = {
+            "action": "show",
+            "query": query,
+            "operator": operator,
+            "store": store,
+            "key": key,
+            "limit": limit,
+        }
+        return self._read_state(job_id, request)
+
+    def _read_state(self, job_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        from flinkish_cli.client.state_reads import StateReads
+
+        status = self.registry.get(parse_job_id(job_id))
+        if self._state_reads is None:
+            self._state_reads = StateReads(self.config)
+        batches = {name: q.last_committed_batch for name, q in status.queries.items()}
+        return self._state_reads.read(status.job_id, batches, request)
 
     def last_savepoint(self, job_id: str) -> SavepointRecord | None:
         """The job's last savepoint: the newest completed one of its history (see

@@ -60,10 +60,12 @@ def list_state(
     query: str | None = None,
     operator: int | None = None,
     notice: Notice | None = None,
+    verify: bool = True,
 ) -> StateListing:
     """``state ls``: the queries of ``target`` (or the one named), their stateful operators
-    (or the one named), stores, key and value schemas, partitions, rows and bytes."""
-    with open_source(target, config) as source:
+    (or the one named), stores, key and value schemas, partitions, rows and bytes
+    (``verify`` false: a savepoint's files were just checked by the caller)."""
+    with open_source(target, config, verify) as source:
         chosen = source.select(query, operator)
         if not any(q.batch >= 0 for q, _ in chosen):
             return _without_state(source, query)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from flinkish_cli.errors import StateError
+from flinkish_cli.errors import StateError, StateNotFoundError
 from flinkish_cli.savepoints.layout import StateOperator
 from flinkish_cli.state.model import (
     DEFAULT_STORE,
@@ -163,7 +163,7 @@ class StateReader:
         found = operator.store(name)
         if found is None:
             names = ", ".join(s.name for s in operator.stores)
-            raise StateError(
+            raise StateNotFoundError(
                 f"Operator {operator.operator_id} of query '{query.name}' ({operator.kind}) "
                 f"has no store '{name}' (its stores: {names}).",
                 f"{NOTHING_READ}. 'flinkish state ls' lists them.",

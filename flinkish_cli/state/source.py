@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flinkish_cli.errors import FlinkishError, SavepointError, StateError
+from flinkish_cli.errors import FlinkishError, SavepointError, StateError, StateNotFoundError
 from flinkish_cli.savepoints.layout import StateOperator
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class StateSource:
         found = next((q for q in self.queries if q.name == name), None)
         if found is None:
             names = ", ".join(f"'{q.name}'" for q in self.queries) or "none"
-            raise StateError(
+            raise StateNotFoundError(
                 f"{self.path} has no query '{name}' (its queries: {names}).",
                 f"{NOTHING_READ}. Name one of its queries with --query.",
             )
@@ -132,7 +132,7 @@ class StateSource:
                 found = q.operator(operator)
                 if found is None:
                     ids = ", ".join(str(o.operator_id) for o in q.operators) or "none"
-                    raise StateError(
+                    raise StateNotFoundError(
                         f"Query '{q.name}' of {self.path} has no stateful operator {operator} "
                         f"(its operators: {ids}).",
                         f"{NOTHING_READ}. 'flinkish state ls {self.path}' lists them.",
@@ -150,17 +150,19 @@ class StateSource:
         return chosen
 
 
-def open_source(target: str, config: Any) -> StateSource:
-    """Find and check what ``target`` names (see the module's description)."""
+def open_source(target: str, config: Any, verify: bool = True) -> StateSource:
+    """Find and check what ``target`` names (see the module's description); ``verify``
+    false skips checking a savepoint's files against its manifest (for a caller that just
+    did)."""
     try:
-        return _open(target.strip(), config)
+        return _open(target.strip(), config, verify)
     except StateError:
         raise
     except FlinkishError as error:  # a savepoint's, a storage's refusal: the same one line
         raise StateError(error.message, error.hint) from None
 
 
-def _open(target: str, config: Any) -> StateSource:
+def _open(target: str, config: Any, verify: bool) -> StateSource:
     from flinkish_cli.registry.jobid import is_job_id
     from flinkish_cli.savepoints.manifest import METADATA_FILE
     from flinkish_cli.storage import join
@@ -176,7 +178,7 @@ def _open(target: str, config: Any) -> StateSource:
     if not storage.is_dir(path):
         raise _neither(path)
     if storage.exists(join(path, METADATA_FILE)):
-        return _open_savepoint(storage, path)
+        return _open_savepoint(storage, path, verify)
     if _is_query_checkpoint(storage, path):
         name = path.rstrip("/").rsplit("/", 1)[-1]
         return _open_checkpoints(storage, path, "checkpoint", None, {_safe(name): path})
@@ -246,13 +248,14 @@ def _temp_dir() -> str:
     return tempfile.mkdtemp(prefix="flinkish-state-")
 
 
-def _open_savepoint(storage: Storage, path: str) -> StateSource:
+def _open_savepoint(storage: Storage, path: str, verify: bool) -> StateSource:
     from flinkish_cli.savepoints.manifest import load_manifest
     from flinkish_cli.savepoints.restore import verify_files
 
     manifest = load_manifest(storage, path, NOTHING_READ)
     try:
-        verify_files(storage, path, manifest)
+        if verify:
+            verify_files(storage, path, manifest)
     except SavepointError as error:
         raise StateError(
             error.message, f"{NOTHING_READ}. Read another savepoint of the job."

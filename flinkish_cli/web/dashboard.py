@@ -18,6 +18,12 @@ of Flink's).
 - ``GET /flinkish/jobs/:jobid/checkpoint-size`` what each query's checkpoint takes on
   storage, part by part, as the driver last measured it, and for the parts that grow with age
   why and what to do (the document ``flinkish info <JobID> --output json`` prints).
+- ``GET /flinkish/jobs/:jobid/state`` its state as ``flinkish state ls <JobID> --output json``
+  prints it (queries, stateful operators, stores, schemas, rows, bytes), and
+  ``GET /flinkish/jobs/:jobid/state/:query/:operator?store=&key=&limit=`` the biggest keys of
+  a store (or one key's rows), as ``state show --output json``: each read runs in a child
+  process (the server never starts a JVM itself), one at a time per job, cached until the job
+  commits another batch (:mod:`flinkish_cli.client.state_reads`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from flinkish_cli.client.jobs import JobClient, TriggerResult, checkpoint_of, is_trigger_id
-from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.errors import JobError, StateError, StateNotFoundError, UsageError
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.submission.endpoint import CLUSTER_PATH
 from flinkish_cli.web import dashboard, flink_json, parsing
@@ -104,6 +104,35 @@ class FlinkRestApi:
     async def dashboard_checkpoint_size(self, request: Request) -> Response:
         """Each query's checkpoint by part, as ``info <JobID> --output json`` shows it."""
         return ok(dashboard.checkpoint_size(await self._status(parsing.job_id(request))))
+
+    async def dashboard_state(self, request: Request) -> Response:
+        """``state ls`` of the job (read in a child process by the job client, cached by
+        its batches): each query's operators and stores, schemas, rows and bytes."""
+        status = await self._status(parsing.job_id(request))
+        return ok(await self._read_state(lambda: self.client.job_state(status.job_id)))
+
+    async def dashboard_state_rows(self, request: Request) -> Response:
+        """``state show`` of one operator of the job: its biggest keys (``?limit=``, 20), or
+        one key's rows (``?key=``), of one store (``?store=``; needed when it has several)."""
+        status = await self._status(parsing.job_id(request))
+        query, operator, store, key, limit = parsing.state_rows_request(request)
+        return ok(
+            await self._read_state(
+                lambda: self.client.job_state_rows(
+                    status.job_id, query, operator, store, key, limit
+                )
+            )
+        )
+
+    async def _read_state(self, read: Callable[[], Any]) -> Any:
+        """A state read; a query, operator or store the job does not have is Flink's 404,
+        any other refusal (no state yet, damaged, too slow) a 500 with its message."""
+        try:
+            return await run_in_threadpool(read)
+        except StateNotFoundError as error:
+            raise FlinkError(404, error.message) from None
+        except StateError as error:
+            raise FlinkError(500, error.message) from None
 
     async def dashboard_savepoints(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
@@ -291,6 +320,12 @@ class FlinkRestApi:
             Route(
                 "/flinkish/jobs/{jobid}/checkpoint-size",
                 self.dashboard_checkpoint_size,
+                methods=["GET"],
+            ),
+            Route("/flinkish/jobs/{jobid}/state", self.dashboard_state, methods=["GET"]),
+            Route(
+                "/flinkish/jobs/{jobid}/state/{query}/{operator}",
+                self.dashboard_state_rows,
                 methods=["GET"],
             ),
         ]
