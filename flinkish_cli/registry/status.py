@@ -73,6 +73,12 @@ class Progress:
     state_bytes: int = 0
     #: records the query is behind its sources' latest offsets, where they report it (Kafka)
     lag: float | None = None
+    #: each stateful operator's ``[Spark's name, state rows, state bytes in memory]``, in
+    #: the order Spark reports them (its operator ids' order)
+    operators: list[list[Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.operators = _operators(self.operators)
 
     def line(self, query: str) -> str:
         """The batch in one line of the job's log."""
@@ -109,7 +115,29 @@ class Progress:
             watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
             state_bytes=sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
             lag=sum(behind) if behind else None,
+            operators=[
+                [
+                    str(op.get("operatorName") or ""),
+                    int(op.get("numRowsTotal") or 0),
+                    int(op.get("memoryUsedBytes") or 0),
+                ]
+                for op in operators
+                if isinstance(op, dict)
+            ],
         )
+
+
+def _operators(value: Any) -> list[list[Any]]:
+    """``[name, rows, bytes]`` entries of a progress as read (a damaged entry is dropped)."""
+    if not isinstance(value, list):
+        return []
+    return [
+        [str(entry[0]), int(entry[1]), int(entry[2])]
+        for entry in value
+        if isinstance(entry, list)
+        and len(entry) == 3
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in entry[1:])
+    ]
 
 
 def parse_timestamp(text: str) -> int:

@@ -311,7 +311,7 @@ def _open_job(job_id: str, config: Any) -> StateSource:
     job_id = parse_job_id(job_id)
     status = registry_for(config).find(job_id)
     if status is None:
-        raise StateError(
+        raise StateNotFoundError(
             f"Job {job_id} not found in {config.get('execution.checkpointing.dir')}.",
             f"{NOTHING_READ}. 'flinkish list -a' shows the jobs; a job of another registry "
             "needs its execution.checkpointing.dir (-D).",

@@ -86,8 +86,14 @@ def job_rows(
 
 
 def series(status: JobStatus, kept: Series) -> dict[str, Any]:
-    """``GET /flinkish/jobs/:jobid/series``: per query, its points oldest first."""
-    return {"jid": status.job_id, "fields": list(FIELDS), "queries": kept.queries}
+    """``GET /flinkish/jobs/:jobid/series``: per query, its points oldest first, and its
+    stateful operators' state rows and bytes over time (``operators``)."""
+    return {
+        "jid": status.job_id,
+        "fields": list(FIELDS),
+        "queries": kept.queries,
+        "operators": kept.operators,
+    }
 
 
 def checkpoint_size(status: JobStatus) -> dict[str, Any]:
