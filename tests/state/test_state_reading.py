@@ -418,3 +418,65 @@ def test_a_state_file_spark_cannot_read_is_one_line(job: StateJob, tmp_path: Pat
     lines = result.stderr.splitlines()
     assert lines[0].startswith("ERROR: Spark could not read the state of query 'counts'")
     assert len(lines) == 2 and lines[1].startswith("A state file may be damaged")
+
+
+# -- flinkish web: the REST routes and the dashboard's State tab -----------------------------
+@pytest.fixture(scope="module")
+def web(job: StateJob) -> Iterator[Any]:
+    from tests.fixtures.web_server import running_web
+
+    with running_web(job.env, "-D", "web.refresh-interval=1 s") as server:
+        yield server
+
+
+def test_the_rest_api_reads_a_jobs_state(job: StateJob, web: Any) -> None:
+    checkpoint = job.env.checkpoints / job.job_id
+    before = _listing(checkpoint)
+    listing = web.get(f"/flinkish/jobs/{job.job_id}/state")
+    assert listing.status == 200, listing.body
+    document = listing.json()
+    assert document["kind"] == "job" and [q["name"] for q in document["queries"]] == sorted(QUERIES)
+    joined = web.get(f"/flinkish/jobs/{job.job_id}/state/joined/0?limit=10").json()
+    left, right = joined["stores"]
+    assert (left["store"], right["store"]) == ("left", "right")
+    assert [r["key"]["field0"] for r in left["rows"]] == ["k0"] * 10
+    assert left["total"] == sum(EVENTS.values()) + DUPLICATED
+    assert web.get(f"/flinkish/jobs/{job.job_id}/state").json() == document  # kept
+    assert _listing(checkpoint) == before
+    for path, status, text in (
+        ("/state/nope/0", 404, "has no query 'nope'"),
+        ("/state/counts/3", 404, "has no stateful operator 3"),
+        ("/state/counts/x", 404, "has no stateful operator 'x'"),
+        ("/state/counts/0?limit=0", 400, "limit must be a number from 1 to 1000"),
+    ):
+        reply = web.get(f"/flinkish/jobs/{job.job_id}{path}")
+        assert (reply.status, list(reply.json())) == (status, ["errors"]), (path, reply.body)
+        assert text in reply.json()["errors"][0], (path, reply.body)
+    assert web.get(f"/flinkish/jobs/{'ef' * 16}/state").status == 404
+
+
+def test_the_dashboards_state_tab(job: StateJob, web: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.fixtures.browser import chromium, open_dashboard
+
+    with chromium() as browser:
+        wait = WebDriverWait(browser, 240)
+        open_dashboard(browser, f"{web.url}/#/job/{job.job_id}/state")
+        wait.until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, "#chart-operator-bytes canvas"))
+        )
+        legend = browser.find_element(By.CSS_SELECTOR, "#chart-operator-rows .u-legend").text
+        assert "joined · 0 symmetricHashJoin" in legend and "totals · 0" in legend
+        browser.find_element(By.ID, "read-state").click()
+        row = wait.until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, "tr[data-store='joined/0/left']"))
+        )
+        assert "stream-stream join" in row.text and "struct<field0:string>" in row.text
+        browser.find_element(By.CSS_SELECTOR, "button[data-operator='joined/0']").click()
+        keys = wait.until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, "[data-store='joined/0/left'] table"))
+        )
+        assert '{"field0":"k0"}' in keys.text
