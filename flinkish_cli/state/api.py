@@ -89,6 +89,7 @@ def show_state(
         raise StateError(f"--limit {limit}: show at least one row.", "Give --limit 1 or more.")
     with open_source(target, config) as source:
         chosen = _stateful(source, query, operator)
+        _check_store(chosen, store)
         shown = []
         with _reading(source, config, notice) as reader:
             for q, layout in chosen:
@@ -128,6 +129,7 @@ def export_state(
         )
     with open_source(target, config) as source:
         chosen = _stateful(source, query, operator)
+        _check_store(chosen, store)
         destination = check_target(directory, config, overwrite)
         with _reading(source, config, notice) as reader:
             stores = []
@@ -147,3 +149,18 @@ def _stateful(source: StateSource, query: str | None, operator: int | None) -> l
             f"{NOTHING_READ}. 'flinkish state ls {source.path}' lists its queries.",
         )
     return chosen
+
+
+def _check_store(chosen: list[Any], store: str | None) -> None:
+    """Refuse a ``--store`` an operator does not have before Spark starts, where its
+    metadata says which stores it has (Spark's reader checks the others)."""
+    from flinkish_cli.state.metadata import pick_store, read_metadata, stores_of
+    from flinkish_cli.state.model import operator_kind
+
+    if store is None:
+        return
+    for query, layout in chosen:
+        metadata = read_metadata(query.read_path, layout.operator_id, query.batch)
+        if metadata is not None:
+            stores = stores_of(metadata, layout.stores)
+            pick_store(query.name, layout.operator_id, operator_kind(metadata.name), stores, store)

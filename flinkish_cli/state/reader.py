@@ -32,11 +32,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from flinkish_cli.errors import StateError, StateNotFoundError
+from flinkish_cli.errors import StateError
 from flinkish_cli.savepoints.layout import StateOperator
+from flinkish_cli.state.metadata import OperatorMetadata, pick_store, read_metadata, stores_of
 from flinkish_cli.state.model import (
     DEFAULT_STORE,
-    JOIN_SIDES,
     OperatorState,
     QueryState,
     StateListing,
@@ -44,7 +44,7 @@ from flinkish_cli.state.model import (
     StoreRows,
     StoreState,
 )
-from flinkish_cli.state.source import NOTHING_READ, QuerySource, StateSource
+from flinkish_cli.state.source import QuerySource, StateSource
 
 #: The Spark master of the reading session: two threads, as many as the tests' and a small
 #: machine's cores; reading is one task per state partition.
@@ -94,53 +94,37 @@ class StateReader:
         self._metadata: dict[str, list[dict[str, Any]]] = {}
 
     # -- what there is -----------------------------------------------------------------
-    def _metadata_of(self, query: QuerySource) -> list[dict[str, Any]]:
-        """Spark's operator metadata of the query (``state-metadata``); empty when Spark has
-        none to give (then the layout's operators and store directories stand alone)."""
+    def metadata(self, query: QuerySource, operator_id: int) -> OperatorMetadata | None:
+        """Spark's metadata of an operator: its file, read directly, else (a file Spark
+        wrote in another form) what Spark's ``state-metadata`` source gives."""
+        found = read_metadata(query.read_path, operator_id, query.batch)
+        if found is not None:
+            return found
         if query.name not in self._metadata:
             try:
                 rows = self.spark.read.format("state-metadata").load(query.read_path).collect()
                 self._metadata[query.name] = [row.asDict() for row in rows]
-            except Exception:  # an operator without metadata: the layout still says a lot
+            except Exception:  # no metadata at all: the layout still says a lot
                 self._metadata[query.name] = []
-        return self._metadata[query.name]
+        rows = [m for m in self._metadata[query.name] if m["operatorId"] == operator_id]
+        return OperatorMetadata.from_spark(rows)
 
     def operator(self, query: QuerySource, layout: StateOperator) -> OperatorState:
         """An operator and its stores (schemas filled in, rows not counted)."""
-        entries = [m for m in self._metadata_of(query) if m["operatorId"] == layout.operator_id]
-        spark_name = entries[0]["operatorName"] if entries else None
-        spark_stores = sorted({str(m["stateStoreName"]) for m in entries}) or list(
-            layout.stores or [DEFAULT_STORE]
-        )
-        partitions = max([int(m.get("numPartitions") or 0) for m in entries] or [0])
+        metadata = self.metadata(query, layout.operator_id)
         operator = OperatorState(
             operator_id=layout.operator_id,
-            spark_name=spark_name,
-            partitions=partitions or layout.partitions,
-            spark_stores=spark_stores,
+            spark_name=metadata.name if metadata else None,
+            partitions=(metadata.partitions if metadata else 0) or layout.partitions,
+            spark_stores=metadata.stores if metadata else list(layout.stores or [DEFAULT_STORE]),
+            stores=stores_of(metadata, layout.stores),
             bytes=query.state_bytes(layout.operator_id),
         )
-        if any(s.startswith(f"{side}-") for s in spark_stores for side in JOIN_SIDES):
-            for side in JOIN_SIDES:
-                operator.stores.append(
-                    StoreState(
-                        side,
-                        ("joinSide", side),
-                        bytes=query.state_bytes(layout.operator_id, f"{side}-"),
-                    )
-                )
-        elif spark_name and spark_name.startswith("transformWithState"):
-            for variable in _state_variables(entries):
-                operator.stores.append(
-                    StoreState(
-                        variable["stateName"],
-                        ("stateVarName", variable["stateName"]),
-                        variable_type=variable.get("stateVariableType"),
-                    )
-                )
-        else:
-            operator.stores.append(StoreState(DEFAULT_STORE, None, bytes=operator.bytes))
         for store in operator.stores:
+            if store.option is None:
+                store.bytes = operator.bytes
+            elif store.option[0] == "joinSide":
+                store.bytes = query.state_bytes(layout.operator_id, f"{store.name}-")
             schema = self._raw(query, operator, store).schema
             key, value = _split_schema(schema)
             store.key_schema, store.key_schema_json = key.simpleString(), key.jsonValue()
@@ -149,24 +133,7 @@ class StateReader:
 
     def store(self, query: QuerySource, operator: OperatorState, name: str | None) -> StoreState:
         """The store ``--store`` names (the only one when None); refuses another."""
-        if name is None:
-            if len(operator.stores) == 1:
-                return operator.stores[0]
-            names = ", ".join(s.name for s in operator.stores)
-            raise StateError(
-                f"Operator {operator.operator_id} of query '{query.name}' "
-                f"({operator.kind}) has several stores: {names}.",
-                f"{NOTHING_READ}. Name one with --store.",
-            )
-        found = operator.store(name)
-        if found is None:
-            names = ", ".join(s.name for s in operator.stores)
-            raise StateNotFoundError(
-                f"Operator {operator.operator_id} of query '{query.name}' ({operator.kind}) "
-                f"has no store '{name}' (its stores: {names}).",
-                f"{NOTHING_READ}. 'flinkish state ls' lists them.",
-            )
-        return found
+        return pick_store(query.name, operator.operator_id, operator.kind, operator.stores, name)
 
     def listing(
         self, query: str | None = None, operator: int | None = None, rows: bool = True
@@ -309,19 +276,6 @@ def _what(query: QuerySource, operator: OperatorState, store: StoreState) -> str
         f"the state of query '{query.name}', operator {operator.operator_id} "
         f"({operator.kind}), store '{store.name}' at batch {query.batch}"
     )
-
-
-def _state_variables(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The state variables a transformWithState operator's metadata lists."""
-    for entry in entries:
-        try:
-            properties = json.loads(entry.get("operatorProperties") or "{}")
-        except ValueError:
-            continue
-        variables = properties.get("stateVariables") if isinstance(properties, dict) else None
-        if isinstance(variables, list):
-            return [v for v in variables if isinstance(v, dict) and v.get("stateName")]
-    return []
 
 
 def _unique_keys(store: StoreState) -> bool:

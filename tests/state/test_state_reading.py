@@ -200,7 +200,9 @@ def test_a_running_jobs_state_is_read_from_a_copy_and_its_checkpoint_is_untouche
 
 # -- a savepoint -----------------------------------------------------------------------------
 def test_ls_lists_every_operator_with_its_stores_schemas_rows_and_bytes(job: StateJob) -> None:
+    before = _listing(Path(job.savepoint))
     listing = job.state_json("ls", job.savepoint)
+    assert _listing(Path(job.savepoint)) == before, "a savepoint is read in place, never written"
     assert listing["kind"] == "savepoint" and listing["job-id"] == job.job_id
     queries = {q["name"]: q for q in listing["queries"]}
     assert set(queries) == set(QUERIES)
