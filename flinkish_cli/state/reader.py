@@ -3,9 +3,11 @@
 Spark 4.3 reads a stateful operator's state from a query's checkpoint as a batch
 DataFrame: ``spark.read.format("statestore")`` with ``batchId``, ``operatorId`` and one of
 ``joinSide`` (a stream-stream join's side) or ``stateVarName`` (a ``transformWithState``
-variable); ``format("state-metadata")`` gives each operator's name, store names, partitions
-and, for ``transformWithState``, its state variables. :class:`StateReader` puts the two
-together for every operator Spark can read (see :mod:`.model` for what a store is) and gives:
+variable). Each operator's name, store names, partitions and, for ``transformWithState``, its
+state variables come from Spark's operator metadata (:mod:`.metadata`, read from its file;
+Spark's ``format("state-metadata")`` when the file cannot be read). :class:`StateReader`
+puts the two together for every operator Spark can read (see :mod:`.model` for what a
+store is) and gives:
 
 - :meth:`StateReader.listing`: every operator with its stores, their key and value schemas
   (Spark's own) and rows (one count per store), and the bytes of its state files;
@@ -77,7 +79,8 @@ def spark_session(
 
 
 def spark_failure(what: str, error: BaseException, verb: str = "read") -> StateError:
-    """Spark's failure to ``verb`` ``what`` in one line (its first), and what to do."""
+    """Spark's failure to ``verb`` ``what`` in one line (the line of Spark's message that
+    says what went wrong), and what to do."""
     return StateError(
         f"Spark could not {verb} {what}: {_cause(error)}",
         "A state file may be damaged: read another savepoint, or run with --verbose for "
