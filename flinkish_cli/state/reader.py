@@ -95,6 +95,7 @@ class StateReader:
         self.spark = spark
         self.source = source
         self._metadata: dict[str, list[dict[str, Any]]] = {}
+        self._frames: dict[tuple[str, int, str], Any] = {}
 
     # -- what there is -----------------------------------------------------------------
     def metadata(self, query: QuerySource, operator_id: int) -> OperatorMetadata | None:
@@ -162,6 +163,13 @@ class StateReader:
 
     # -- rows ----------------------------------------------------------------------------
     def _raw(self, query: QuerySource, operator: OperatorState, store: StoreState) -> Any:
+        """Spark's DataFrame of the store (made once: its schema and its rows)."""
+        name = (query.name, operator.operator_id, store.name)
+        if name not in self._frames:
+            self._frames[name] = self._load(query, operator, store)
+        return self._frames[name]
+
+    def _load(self, query: QuerySource, operator: OperatorState, store: StoreState) -> Any:
         reader = (
             self.spark.read.format("statestore")
             .option("batchId", query.batch)
