@@ -27,13 +27,19 @@ if TYPE_CHECKING:
 Notice = Callable[[str], None]
 
 
+#: Settings of the job's translation a reading session takes too: the driver's JVM options
+#: (``env.java.opts.all``/``.jobmanager``: it is a driver).
+_DRIVER_KEYS = ("spark.driver.extraJavaOptions",)
+
+
 def spark_conf(config: Any) -> dict[str, str]:
     """The Spark settings a reading session takes from the configuration: Hadoop's (file
-    systems, credentials); the state's own settings come from its checkpoint."""
+    systems, credentials) and the driver's JVM options; the state's own settings come from
+    its checkpoint."""
     from flinkish_cli.config import to_spark
 
     conf = to_spark(config).conf
-    return {k: v for k, v in conf.items() if k.startswith("spark.hadoop.")}
+    return {k: v for k, v in conf.items() if k.startswith("spark.hadoop.") or k in _DRIVER_KEYS}
 
 
 @contextmanager
@@ -42,7 +48,8 @@ def _reading(source: StateSource, config: Any, notice: Notice | None) -> Iterato
     from flinkish_cli.state.reader import StateReader, spark_session
 
     check_java()
-    with spark_session(spark_conf(config), notice) as spark:
+    sharing = bool(config.get("env.java.class-data-sharing"))
+    with spark_session(spark_conf(config), notice, sharing) as spark:
         yield StateReader(spark, source)
 
 

@@ -62,9 +62,12 @@ _NOT_VALUE = ("key", "partition_id")
 
 @contextmanager
 def spark_session(
-    conf: Mapping[str, str], notice: Callable[[str], None] | None = None
+    conf: Mapping[str, str],
+    notice: Callable[[str], None] | None = None,
+    class_data_sharing: bool = True,
 ) -> Iterator[Any]:
-    """A quiet local Spark session for reading state; ``notice`` hears :data:`STARTING`."""
+    """A quiet local Spark session for reading state (mapping the drivers' class-data
+    sharing archive when asked and there is one); ``notice`` hears :data:`STARTING`."""
     from flinkish_cli.spark.local import local_session
 
     if notice is not None:
@@ -74,7 +77,7 @@ def spark_session(
         "spark.sql.session.timeZone": "UTC",
         **conf,
     }
-    with local_session(MASTER, settings) as spark:
+    with local_session(MASTER, settings, class_data_sharing=class_data_sharing) as spark:
         yield spark
 
 
