@@ -1193,7 +1193,8 @@ OPTIONS: tuple[Option, ...] = (
         note="Saves seconds of every driver's start. The archive is made by "
         "scripts/setup.sh, or in the background by the first job that finds none; a stale "
         "or refused archive is one line in the job's log and the driver starts without it. "
-        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions).",
+        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions), and the "
+        "local Spark that 'flinkish state' and 'savepoint info' start to read state.",
     ),
     Option(
         "env.log.max",
