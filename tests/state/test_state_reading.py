@@ -16,11 +16,12 @@ import json
 import os
 import shutil
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -46,6 +47,8 @@ DUPLICATED = 3
 #: What the count (and transformWithState's running count) holds per key.
 COUNTS = {**EVENTS, "k0": EVENTS["k0"] + DUPLICATED}
 QUERIES = ("counts", "dedup", "joined", "sessions", "totals")
+#: ``?key=`` naming a key by its fields, as a URL's query has it.
+K2 = quote('{"key": "k2"}')
 
 
 @dataclass
@@ -275,21 +278,6 @@ def test_show_gives_each_stores_rows_biggest_keys_first(job: StateJob) -> None:
     assert by_store[("dedup", "default")]["rows"][0]["value"] is None  # no value to show
 
 
-def test_show_filters_by_key_as_a_value_or_as_fields(job: StateJob) -> None:
-    lines = job.state("show", job.savepoint, "--key", "k2", "--output", "jsonl").stdout
-    rows = [json.loads(line) for line in lines.splitlines()]
-    by_store = defaultdict(list)
-    for row in rows:
-        by_store[(row["query"], row["store"])].append(row)
-    assert [r["value"] for r in by_store[("counts", "default")]] == [{"count": 5}]
-    assert [r["value"] for r in by_store[("totals", "count")]] == [{"count": 5}]
-    assert len(by_store[("joined", "left")]) == EVENTS["k2"]
-    assert len(by_store[("joined", "right")]) == CLICKS["k2"]
-    sessions = [r["key"] for r in by_store[("sessions", "default")]]
-    assert {k["key"] for k in sessions} == {"k2"} and len(sessions) == 2  # 3 events, then 2
-    assert all(r["key"] != {} for r in rows)
-
-
 def test_export_writes_the_rows_the_job_wrote_to_its_sinks(job: StateJob, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
@@ -438,11 +426,14 @@ def test_the_rest_api_reads_a_jobs_state(job: StateJob, web: Any) -> None:
     assert listing.status == 200, listing.body
     document = listing.json()
     assert document["kind"] == "job" and [q["name"] for q in document["queries"]] == sorted(QUERIES)
-    joined = web.get(f"/flinkish/jobs/{job.job_id}/state/joined/0?limit=10").json()
-    left, right = joined["stores"]
-    assert (left["store"], right["store"]) == ("left", "right")
-    assert [r["key"]["field0"] for r in left["rows"]] == ["k0"] * 10
-    assert left["total"] == sum(EVENTS.values()) + DUPLICATED
+    # the key as a JSON object of key fields (the dashboard asks the same below)
+    sessions = web.get(f"/flinkish/jobs/{job.job_id}/state/sessions/0?limit=10&key={K2}").json()
+    (store,) = sessions["stores"]
+    assert store["store"] == "default" and store["total"] == 2  # k2: 3 events, then 2
+    assert [(r["key"]["key"], r["value"]["count"]) for r in store["rows"]] == [
+        ("k2", 3),
+        ("k2", 2),
+    ]
     assert web.get(f"/flinkish/jobs/{job.job_id}/state").json() == document  # kept
     assert _listing(checkpoint) == before
     for path, status, text in (
@@ -472,13 +463,16 @@ def test_the_dashboards_state_tab(job: StateJob, web: Any) -> None:
         )
         legend = browser.find_element(By.CSS_SELECTOR, "#chart-operator-rows .u-legend").text
         assert "joined · 0 symmetricHashJoin" in legend and "totals · 0" in legend
-        browser.find_element(By.ID, "read-state").click()
+        browser.find_element(By.ID, "read-state").click()  # the listing read above, kept
         row = wait.until(
             ec.presence_of_element_located((By.CSS_SELECTOR, "tr[data-store='joined/0/left']"))
         )
         assert "stream-stream join" in row.text and "struct<field0:string>" in row.text
-        browser.find_element(By.CSS_SELECTOR, "button[data-operator='joined/0']").click()
+        browser.find_element(By.ID, "state-key").send_keys(unquote(K2))
+        browser.find_element(By.CSS_SELECTOR, "button[data-operator='sessions/0']").click()
         keys = wait.until(
-            ec.presence_of_element_located((By.CSS_SELECTOR, "[data-store='joined/0/left'] table"))
+            ec.presence_of_element_located(
+                (By.CSS_SELECTOR, "[data-store='sessions/0/default'] table")
+            )
         )
-        assert '{"field0":"k0"}' in keys.text
+        assert keys.text.count('"key":"k2"') == 4  # two sessions: in each key and value

@@ -2,7 +2,8 @@
 // job's series (its state rows and bytes in memory per batch, as Spark reports them), and,
 // on demand, what flinkish state ls and state show read from the job's latest checkpoint:
 // its operators and stores with their schemas and rows (GET /flinkish/jobs/:jid/state) and
-// an operator's biggest keys (GET /flinkish/jobs/:jid/state/:query/:operator). Those reads
+// an operator's biggest keys, or one key's rows (GET /flinkish/jobs/:jid/state/:query/
+// :operator?key=). Those reads
 // start Spark in a child process of the server and take seconds; the server keeps each
 // answer until the job commits another batch. Text from jobs is only ever set as text.
 "use strict";
@@ -47,20 +48,25 @@ window.flinkishState = (() => {
     const status = el("p", { class: "muted", id: "state-status" },
       "Reading the state starts Spark in a process of its own and takes a few seconds.");
     const readButton = el("button", { id: "read-state", type: "button" }, "Read the state");
+    const keyInput = el("input", { id: "state-key", type: "text",
+      placeholder: "a key: a value, or a JSON object of key fields (empty: the biggest keys)" });
     const operators = el("div", { id: "state-operators" });
     const keys = el("div", { id: "state-keys" });
     root.append(
       el("h2", {}, "State size over time"), chartsBox,
       el("h2", {}, "Operators and stores (the latest checkpoint)"),
-      el("div", { class: "actions" }, readButton), status, operators, keys);
+      el("div", { class: "actions" }, readButton, keyInput), status, operators, keys);
 
     async function biggest(query, op, button) {
       button.disabled = true;
-      keys.replaceChildren(el("p", { class: "notice" },
-        `Reading the biggest keys of ${query}, operator ${op}…`));
+      const key = keyInput.value.trim();
+      const what = key ? `The rows of ${key} in ${query}, operator ${op}`
+        : `Biggest keys of ${query}, operator ${op}`;
+      keys.replaceChildren(el("p", { class: "notice" }, `Reading: ${what}…`));
       try {
-        const data = await api(`flinkish/jobs/${jid}/state/${encodeURIComponent(query)}/${op}?limit=${KEYS}`);
-        keys.replaceChildren(el("h2", {}, `Biggest keys of ${query}, operator ${op}`),
+        const filter = key ? `&key=${encodeURIComponent(key)}` : "";
+        const data = await api(`flinkish/jobs/${jid}/state/${encodeURIComponent(query)}/${op}?limit=${KEYS}${filter}`);
+        keys.replaceChildren(el("h2", {}, what),
           ...data.stores.map((s) => el("div", { class: "store-keys", "data-store": `${query}/${op}/${s.store}` },
             el("h3", {}, `Store ${s.store} at batch ${s.batch}: ${fmtNumber(s.total)} rows`),
             table([["Key"], ["Value"], ["Key rows", "num"], ["Key bytes", "num"]],
@@ -89,7 +95,7 @@ window.flinkishState = (() => {
             op.stores.forEach((s, i) => {
               const button = i === 0 ? el("button", {
                 type: "button", class: "biggest-keys", "data-operator": `${q.name}/${op.id}`,
-              }, "Biggest keys") : null;
+              }, "Show keys") : null;
               if (button) button.addEventListener("click", () => biggest(q.name, op.id, button));
               rows.push(el("tr", { "data-store": `${q.name}/${op.id}/${s.name}` },
                 el("td", {}, q.name), el("td", { class: "num" }, String(q.batch)),
