@@ -150,6 +150,10 @@ class QueryStatus:
     #: What the query's checkpoint takes on storage, by part, as the driver last measured it
     #: (:mod:`flinkish_cli.registry.footprint`); None until then.
     footprint: Footprint | None = None
+    #: The query's processing-time trigger interval (ms), None when it has none (a batch as
+    #: soon as the last one ends, availableNow): what its task time is measured against
+    #: (:mod:`flinkish_cli.registry.task_time`).
+    trigger_ms: int | None = None
 
     def record(self, progress: Progress) -> None:
         """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""

@@ -100,7 +100,7 @@ class JobQueries:
         self._footprints[query.identity] = (target, checkpoint, self._sink_of(sink_path))
         if owner == "flinkish":
             hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
-        self._set_trigger(writer, query)
+        trigger_ms = self._set_trigger(writer, query)
         if query.generated:
             log.info(
                 "Streaming query #%s has no name: its identity is '%s' (%s), generated from "
@@ -122,6 +122,7 @@ class JobQueries:
                 last_committed_batch=before.last_committed_batch if before else None,
                 first_batch=before.first_batch if before else None,
                 footprint=before.footprint if before else None,
+                trigger_ms=trigger_ms,
             )
             self.identities[query.identity] = query
 
@@ -149,8 +150,9 @@ class JobQueries:
         with self.keeper.lock:
             return {n: t for n, t in self._footprints.items() if n in self.handles}
 
-    def _set_trigger(self, writer: Any, query: QueryIdentity) -> None:
-        """BATCH mode: availableNow; else the job's interval unless the script set one."""
+    def _set_trigger(self, writer: Any, query: QueryIdentity) -> int | None:
+        """BATCH mode: availableNow; else the job's interval unless the script set one.
+        Returns the query's processing-time interval in ms (None when it has none)."""
         script_trigger = getattr(writer, "_flinkish_trigger", None)
         if self.plan.runtime_mode == "BATCH":
             if script_trigger and not script_trigger.get("availableNow"):
@@ -160,12 +162,15 @@ class JobQueries:
                     script_trigger,
                 )
             hooks.set_writer_trigger(self.flavour, writer, availableNow=True)
-        elif not script_trigger:
-            interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
-            if interval_ms:
-                hooks.set_writer_trigger(
-                    self.flavour, writer, processingTime=f"{interval_ms} milliseconds"
-                )
+            return None
+        if script_trigger:
+            return _interval_ms(script_trigger.get("processingTime"))
+        interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
+        if interval_ms:
+            hooks.set_writer_trigger(
+                self.flavour, writer, processingTime=f"{interval_ms} milliseconds"
+            )
+        return interval_ms or None
 
     def _checkpoint_of(self, writer: Any, query: QueryIdentity, spark: Any) -> tuple[str, str]:
         """The query's checkpoint and who owns it: the script's own, as Spark would use it,
@@ -376,3 +381,16 @@ def stop_between_batches(query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT) -> 
             break
         time.sleep(0.02)
     query.stop()
+
+
+def _interval_ms(text: Any) -> int | None:
+    """A script's ``trigger(processingTime='5 seconds')`` in ms; None for another trigger or
+    an interval written in a form only Spark reads."""
+    from flinkish_cli.config.units import ValueProblem, parse_duration
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return int(parse_duration(text.strip().removeprefix("interval ")).total_seconds() * 1000)
+    except ValueProblem:
+        return None
