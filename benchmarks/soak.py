@@ -163,7 +163,7 @@ class Soak:
                 "spark.ui.enabled": "false",
             },
         )
-        self.cli = FlinkishCli(conf, ws.root)
+        self.cli = FlinkishCli(conf, ws.root, spark_progress=False)  # flinkish's logging
         self.result = SoakResult(params)
         self.truth: collections.Counter[str] = collections.Counter()
         self.seq = 0
