@@ -19,6 +19,7 @@ import pytest
 
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.web.flink_json import vertex_id
 from tests.fixtures.flinkish_env import FLINKISH, FlinkishEnv
 from tests.fixtures.web_server import WebServer, running_web
 
@@ -262,9 +263,8 @@ def test_metrics_carry_flinks_names_and_labels(web: WebServer) -> None:
     assert f"flink_jobmanager_job_numRestarts{{{labels}}} 1.0" in text
     assert f"flink_jobmanager_job_numberOfCompletedCheckpoints{{{labels}}} 5.0" in text
     assert f"flink_jobmanager_job_lastCheckpointDuration{{{labels}}} 300.0" in text
-    assert (
-        f'flink_taskmanager_job_task_numRecordsInPerSecond{{{labels},query="counts"}} 5.0' in text
-    )
+    task = f'query="counts",task_id="{vertex_id(RUNNING, "counts")}",task_name="counts"'
+    assert f"flink_taskmanager_job_task_numRecordsInPerSecond{{{labels},{task}}} 5.0" in text
     assert f'flinkish_job_state{{job_id="{FAILED}",job_name="enrich",state="FAILED"}} 1.0' in text
     assert "flinkish_registry_up 1.0" in text
     assert f"flink_jobmanager_job_lastCheckpointSize{{{labels}}} 7000.0" in text
