@@ -76,10 +76,10 @@ class ProcessMetricsWatch:
         self._failing = False
 
     def run(self, done: threading.Event) -> None:
-        while True:
+        """Measure one interval after the start (not while the JVM is busiest starting
+        Spark), then every interval."""
+        while not done.wait(self.interval):
             self.measure()
-            if done.wait(self.interval):
-                return
 
     def measure(self) -> JvmRecord | None:
         """Measure once and record it; the record, or None (nothing yet, or a failure)."""
