@@ -10,7 +10,9 @@ How flinkish maps onto Flink's model:
 - a committed micro-batch is a completed *checkpoint* (its id the batch id, its duration the
   batch's, its size the bytes of the query's state, with the state rows and the sources' lag
   beside); the history lists each query's recent batches, newest first;
-- the job's failures (its exception history) are Flink's exception history entries.
+- the job's failures (its exception history) are Flink's exception history entries;
+- a job's Spark driver is its JobManager (as in Flink's application mode) and the executors
+  that run its tasks are its TaskManagers, with Spark's task slots (:class:`JobCluster`).
 
 Every function takes plain data and returns plain JSON-ready dicts: nothing here reads the
 registry or knows HTTP.

@@ -223,7 +223,7 @@ def job_metrics(
 
 
 JOBMANAGER, TASKMANAGER = "flink_jobmanager_Status_JVM_", "flink_taskmanager_Status_JVM_"
-#: (attribute of a Process, Flink's name after Status.JVM., help) of the memory and threads
+#: (attribute of a Process, Flink's name after Status.JVM., help): memory, threads and CPU
 PROCESS_GAUGES = (
     ("heap_used", "Memory_Heap_Used", "Heap memory used (bytes)."),
     ("heap_committed", "Memory_Heap_Committed", "Heap memory committed (bytes)."),
