@@ -1228,6 +1228,25 @@ OPTIONS: tuple[Option, ...] = (
         default_doc="`~/.flinkish/log` (expanded to an absolute local path)",
     ),
     Option(
+        "flinkish.metrics.jvm.interval",
+        Duration(),
+        MO,
+        "How often a running job's driver measures the JVMs it runs on (its own: Flink's "
+        "JobManager; its executors': the TaskManagers) and their task slots, for /metrics "
+        "(flink_jobmanager_Status_JVM_*, flink_taskmanager_Status_JVM_*, taskSlotsTotal...). "
+        "0 turns it off.",
+        RUNTIME,
+        default="10 s",
+        check=Check(
+            lambda v: v.total_seconds() == 0 or v.total_seconds() >= 1,
+            "0 (off) or a duration of at least 1 s, e.g. 10 s",
+        ),
+        note="Flink reads these gauges in its own JVMs at each scrape and has no option for "
+        "them (metrics.system-resource-probing-interval is for the host's figures, which "
+        "flinkish does not report); flinkish's web server runs apart from the job, so the "
+        "driver records them at this interval and a scrape shows the last record.",
+    ),
+    Option(
         "heartbeat.interval",
         Duration(),
         MO,
