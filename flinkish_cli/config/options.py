@@ -462,6 +462,7 @@ OPTIONS: tuple[Option, ...] = (
         spark=m.to("spark.sql.streaming.fileSource.log.cleanupDelay", m.spark_millis),
         spark_doc="`spark.sql.streaming.fileSource.log.cleanupDelay` (ms)",
         default="1 min",
+        emit_default=True,
         note="flinkish's default, not Spark's (10 min). Safe for exactly once: compactions "
         "older than the retained batches (execution.checkpointing.num-retained) are the only "
         "ones deleted, and the newest holds every entry of the older ones. A savepoint of a "
@@ -492,6 +493,7 @@ OPTIONS: tuple[Option, ...] = (
         spark=m.to("spark.sql.streaming.fileSink.log.cleanupDelay", m.spark_millis),
         spark_doc="`spark.sql.streaming.fileSink.log.cleanupDelay` (ms)",
         default="1 min",
+        emit_default=True,
         note="flinkish's default, not Spark's (10 min). Spark readers of the output directory "
         "read this log; a reader that finds a compaction deleted under it moves to the newer "
         "one, so keep the delay above the time between two compactions.",
