@@ -3,9 +3,11 @@
     python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images]
 
 Writes dashboard-jobs.png (the job list) and dashboard-job-<tab>.png for each tab of the
-job's page, 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's
-chromium and chromium-driver and the 'test' extra (selenium). The README's pictures come from
-a real job (Spark's rate source into a running count, with a savepoint taken).
+job's page (its job graph among them), 1366 pixels wide (a laptop's screen), as tall as the
+page. Needs Debian's chromium and chromium-driver and the 'test' extra (selenium). The
+README's pictures come from a real job (Spark's rate source into a running count, with a
+savepoint taken; the graph's, tests/fixtures/jobs/clicks_and_windows.py: a stream-stream join
+and a windowed count).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-TABS = ("overview", "checkpoints", "savepoints", "exceptions", "configuration")
+TABS = ("overview", "graph", "checkpoints", "savepoints", "exceptions", "configuration")
 
 
 def _shoot(driver: webdriver.Chrome, path: Path) -> None:
@@ -48,6 +50,8 @@ def main(url: str, job_id: str, out: Path) -> None:
             wait.until(ec.text_to_be_present_in_element((By.ID, "refreshed"), "updated"))
             if tab == "overview":
                 wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".uplot")))
+            if tab == "graph":
+                wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg.graph")))
             time.sleep(0.5)  # let the charts paint; a picture, not a test
             _shoot(driver, out / f"dashboard-job-{tab}.png")
     finally:
