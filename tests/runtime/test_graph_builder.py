@@ -192,6 +192,19 @@ def test_without_a_plan_the_progress_report_gives_an_incomplete_graph() -> None:
     }
 
 
+@pytest.mark.parametrize("name", ["join", "windowed"])
+def test_spark_connect_explains_the_same_plan(name: str) -> None:
+    """A session cluster's query, explained over gRPC: the same graph as a classic driver's."""
+    classic = _captured(name)
+    operators = json.loads((PLANS / f"{name}.operators.json").read_text())
+    connect = build(
+        (PLANS / f"{name}.connect.plan.txt").read_text(),
+        json.loads((PLANS / f"{name}.progress.json").read_text()),
+        list(operators.values()),
+    )
+    assert (connect.nodes, connect.edges) == (classic.nodes, classic.edges)
+
+
 def test_the_graph_survives_its_file() -> None:
     graph = _captured("join")
     assert QueryGraph.from_dict(json.loads(json.dumps(graph.to_dict()))) == graph
