@@ -276,6 +276,10 @@ class _Builder:
                 description,
                 source=source,
             )
+        if plan.name in ("MicroBatchScan", "ContinuousScan"):  # a source read twice
+            kind = re.search(r"class (\S+)", plan.text)
+            name = _short(kind.group(1).split("$", 1)[0]) if kind else plan.name
+            return Node(self.key(SOURCE), SOURCE, f"Source: {name}", plan.name, name)
         if "<empty>" in plan.text:  # an empty relation (no initial state given): no input
             return None
         return Node(

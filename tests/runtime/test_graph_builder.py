@@ -173,6 +173,16 @@ def test_a_union_of_two_sources_into_a_file_sink() -> None:
     }
 
 
+def test_a_scan_spark_reports_no_source_for_is_still_a_source() -> None:
+    """A source read twice (``df.union(df)``) is one reported source and two scans."""
+    progress = json.loads((PLANS / "union_file.progress.json").read_text())
+    progress["sources"] = progress["sources"][:1]
+    graph = build((PLANS / "union_file.plan.txt").read_text(), progress)
+    nodes = _by_key(graph)
+    assert (nodes["source-0"].label, nodes["source-0"].source) == ("Source: RateStreamV2", 0)
+    assert (nodes["source-1"].label, nodes["source-1"].source) == ("Source: RateStreamTable", None)
+
+
 def test_without_a_plan_the_progress_report_gives_an_incomplete_graph() -> None:
     graph = _captured("join_then_count", plan=False)
     assert not graph.complete and graph.plan is None
