@@ -130,10 +130,13 @@ window.flinkishGraph = (() => {
       group.append(tip, svg("rect", { width: box.width, height: box.height, rx: 6, class: "box" }));
       group.append(text(10, 19, cut(node.label, 31), "title"));
       shown[id].forEach(([cls, line], i) => group.append(text(10, 38 + i * LINE, line, cls)));
-      const busy = node.metrics["busy-time-ms-per-second"] || 0;
-      const pressured = node.metrics["backpressured-time-ms-per-second"] || 0;
-      const bar = (box.width - 2) * Math.min(1, (busy + pressured) / 1000);
-      group.append(svg("rect", { x: 1, y: box.height - 5, width: bar.toFixed(1), height: 4, class: pressured > 0 ? "busy pressured" : "busy" }));
+      // Flink's busy (blue) and back-pressured (red) time of each second, as a bar
+      const span = box.width - 2;
+      const busy = span * Math.min(1, (node.metrics["busy-time-ms-per-second"] || 0) / 1000);
+      const pressured = Math.min(span - busy,
+        span * (node.metrics["backpressured-time-ms-per-second"] || 0) / 1000);
+      group.append(svg("rect", { x: 1, y: box.height - 5, width: busy.toFixed(1), height: 4, class: "busy" }));
+      group.append(svg("rect", { x: (1 + busy).toFixed(1), y: box.height - 5, width: pressured.toFixed(1), height: 4, class: "busy pressured" }));
       root.append(group);
     }
     return root;
