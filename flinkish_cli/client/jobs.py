@@ -372,13 +372,6 @@ class JobClient:
         except FlinkishError:
             return {}
 
-    def checkpoint_sizes(self, job_id: str) -> dict[str, Any]:
-        """What each query's checkpoint takes on storage, by part, as the job's driver last
-        measured it (:func:`flinkish_cli.registry.footprint.job_summary`)."""
-        from flinkish_cli.registry.footprint import job_summary
-
-        return job_summary(self.registry.get(parse_job_id(job_id)))
-
     def graph(self, job_id: str) -> JobGraph:
         """The job's graph as its driver recorded it: each query's plan as operators and the
         exchanges between them, as the query started (:mod:`flinkish_cli.registry.graph`)."""
@@ -394,9 +387,10 @@ class JobClient:
         return job_view(status, self.graph(status.job_id))
 
     def job_info(self, job_id: str) -> dict[str, Any]:
-        """``flinkish info <JobID>``: per query, what its checkpoint takes on storage
-        (:meth:`checkpoint_sizes`) and its graph with its latest figures (``graph``: the
-        query's part of :meth:`graph_view`)."""
+        """``flinkish info <JobID>``: per query, what its checkpoint takes on storage, by part,
+        as the job's driver last measured it (:func:`flinkish_cli.registry.footprint.job_summary`),
+        and its graph with its latest figures (``graph``: the query's part of
+        :meth:`graph_view`)."""
         from flinkish_cli.registry.footprint import job_summary
 
         status = self.registry.get(parse_job_id(job_id))
