@@ -4,6 +4,7 @@ its progress report, and Spark's metadata of its stateful operators.
 
 No Spark here: the driver (:mod:`flinkish_cli.runtime.graphs`) fetches the three and hands
 them over; the unit tests hand over what a real Spark 4.3 wrote (``tests/fixtures/plans/``).
+The text is read by :mod:`flinkish_cli.runtime.spark_plan`.
 
 How a plan becomes a graph, as a Flink user reads one:
 
@@ -35,21 +36,16 @@ and its sink, in a row, marked incomplete.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from flinkish_cli.registry.graph import (
-    BROADCAST,
     FORWARD,
-    GLOBAL,
-    HASH,
     JOIN,
     MAX_PLAN,
     OPERATOR,
-    RANGE,
-    REBALANCE,
     SINK,
     SOURCE,
     STATEFUL,
@@ -59,6 +55,21 @@ from flinkish_cli.registry.graph import (
     Edge,
     Node,
     QueryGraph,
+)
+from flinkish_cli.runtime.spark_plan import (
+    JOINS,
+    PlanNode,
+    exchange_of,
+    join_keys,
+    join_type,
+    operator_metadata,
+    parse_plan,
+    path_of,
+    readable,
+    short_kind,
+    state_info,
+    stateful_description,
+    watermark_of,
 )
 
 #: Spark's stateful physical operators: what a user calls each.
@@ -75,14 +86,6 @@ STATEFUL_OPERATORS = {
     "TransformWithStateInPySpark": "transformWithState",
     "StreamingGlobalLimit": "Streaming limit",
 }
-#: Joins of streams that keep no state (a stream with a static table, ...).
-JOINS = (
-    "BroadcastHashJoin",
-    "ShuffledHashJoin",
-    "SortMergeJoin",
-    "BroadcastNestedLoopJoin",
-    "CartesianProduct",
-)
 EXCHANGES = ("Exchange", "BroadcastExchange")
 #: The roots Spark puts above a query's plan for its v2 sinks (the sink node stands for them).
 SINK_WRITES = ("WriteToDataSourceV2", "WriteToMicroBatchDataSource", "WriteToContinuousDataSource")
@@ -95,85 +98,6 @@ PROGRESS_NAMES = {
     "StreamingSymmetricHashJoin": "symmetricHashJoin",
     "StreamingGlobalLimit": "globalLimit",
 }
-
-_PREFIX = re.compile(r"^((?:   |:  )*)([+:]- )?(.*)$")
-_CODEGEN = re.compile(r"^\*\(\d+\) ")
-_NAME = re.compile(r"[A-Za-z_][\w$]*")
-_STATE_INFO = re.compile(r"opId = (\d+), ver = \d+, numPartitions = (\d+)")
-_ATTRIBUTE = re.compile(r"#\d+L?(?:-T\d+ms)?")
-
-
-@dataclass
-class PlanNode:
-    """One line of Spark's plan tree: its operator's name, its text and its children."""
-
-    name: str
-    text: str
-    children: list[PlanNode] = field(default_factory=list)
-
-    def preorder(self) -> list[PlanNode]:
-        found = [self]
-        for child in self.children:
-            found += child.preorder()
-        return found
-
-
-def parse_plan(text: str) -> PlanNode | None:
-    """The physical plan tree in Spark's explain text (its ``== Physical Plan ==`` part);
-    None when there is no plan in it."""
-    lines = text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("== Physical Plan ==")]
-    if not starts:
-        return None
-    lines = lines[starts[0] + 1 :]
-    stack: list[tuple[int, PlanNode]] = []
-    root: PlanNode | None = None
-    for line in lines:
-        if not line.strip():
-            if root is not None:
-                break
-            continue
-        if line.startswith("== ") and root is not None:
-            break
-        match = _PREFIX.match(line)
-        assert match is not None  # the pattern matches every line
-        depth = len(match.group(1)) // 3 + (1 if match.group(2) else 0)
-        body = _CODEGEN.sub("", match.group(3)).lstrip("!")
-        name = _NAME.match(body)
-        node = PlanNode(name.group(0) if name else body.split(" ", 1)[0], body)
-        if root is None:
-            if depth:
-                return None  # not a tree's first line
-            root = node
-            stack = [(0, node)]
-            continue
-        while stack and stack[-1][0] >= depth:
-            stack.pop()
-        if not stack:
-            break  # a second tree (Spark's subqueries): not the query's
-        stack[-1][1].children.append(node)
-        stack.append((depth, node))
-    return root
-
-
-def operator_metadata(text: str) -> tuple[int, str, tuple[str, ...], tuple[str, ...]] | None:
-    """Spark's record of a stateful operator (``state/<opId>/_metadata/metadata``, or a file
-    of ``_metadata/v2/``): its id, its name, its store names and (``transformWithState``) its
-    state variables; None when ``text`` is not one."""
-    try:
-        data = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
-        info = data["operatorInfo"]
-        stores = tuple(str(s["storeName"]) for s in data.get("stateStoreInfo") or [])
-        variables: tuple[str, ...] = ()
-        properties = data.get("operatorPropertiesJson")
-        if isinstance(properties, str) and properties:
-            declared = json.loads(properties).get("stateVariables") or []
-            variables = tuple(
-                f"{v['stateName']} ({v.get('stateVariableType', '?')})" for v in declared
-            )
-        return int(info["operatorId"]), str(info["operatorName"]), stores, variables
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return None
 
 
 @dataclass
@@ -224,7 +148,7 @@ class _Builder:
 
     def walk(self, plan: PlanNode, leaves: dict[int, int | None]) -> list[_Stream]:
         if plan.name in EXCHANGES and len(plan.children) == 1:
-            exchange = _exchange(plan)
+            exchange = exchange_of(plan)
             streams = self.walk(plan.children[0], leaves)
             for stream in streams:
                 if stream.exchange is None:
@@ -253,16 +177,16 @@ class _Builder:
             return self.stateful(plan)
         if plan.name == "EventTimeWatermark":
             return Node(
-                self.key(WATERMARK), WATERMARK, "Watermark", plan.name, _watermark(plan.text)
+                self.key(WATERMARK), WATERMARK, "Watermark", plan.name, watermark_of(plan.text)
             )
         if plan.name == "Union":
             return Node(self.key(UNION), UNION, "Union", plan.name)
         if plan.name in JOINS:
-            how = _join_type(plan.text)
+            how = join_type(plan.text)
             label = f"Join ({how})" if how else "Join"
-            return Node(self.key(JOIN), JOIN, label, plan.name, _readable(_join_keys(plan.text)))
+            return Node(self.key(JOIN), JOIN, label, plan.name, readable(join_keys(plan.text)))
         if len(plan.children) > 1:
-            return Node(self.key(OPERATOR), OPERATOR, plan.name, plan.name, _readable(plan.text))
+            return Node(self.key(OPERATOR), OPERATOR, plan.name, plan.name, readable(plan.text))
         return None
 
     def leaf(self, plan: PlanNode, source: int | None) -> Node | None:
@@ -271,39 +195,37 @@ class _Builder:
             return Node(
                 self.key(SOURCE),
                 SOURCE,
-                f"Source: {_short(description)}",
+                f"Source: {short_kind(description)}",
                 plan.name,
                 description,
                 source=source,
             )
         if plan.name in ("MicroBatchScan", "ContinuousScan"):  # a source read twice
             kind = re.search(r"class (\S+)", plan.text)
-            name = _short(kind.group(1).split("$", 1)[0]) if kind else plan.name
+            name = short_kind(kind.group(1).split("$", 1)[0]) if kind else plan.name
             return Node(self.key(SOURCE), SOURCE, f"Source: {name}", plan.name, name)
         if "<empty>" in plan.text:  # an empty relation (no initial state given): no input
             return None
         return Node(
-            self.key(STATIC), STATIC, f"Static: {plan.name}", plan.name, _readable(plan.text)
+            self.key(STATIC), STATIC, f"Static: {plan.name}", plan.name, readable(plan.text)
         )
 
     def stateful(self, plan: PlanNode) -> Node:
         label = STATEFUL_OPERATORS[plan.name]
-        info = _STATE_INFO.search(plan.text)
-        operator_id = int(info.group(1)) if info else None
-        partitions = int(info.group(2)) if info else None
+        operator_id, partitions = state_info(plan)
         stores: tuple[str, ...] = ()
         variables: tuple[str, ...] = ()
         if operator_id is not None and operator_id in self.operators:
             _, _, stores, variables = self.operators[operator_id]
         if plan.name == "StreamingSymmetricHashJoin":
-            how = _join_type(plan.text)
+            how = join_type(plan.text)
             label = f"{label} ({how})" if how else label
         return Node(
             self.key(STATEFUL),
             STATEFUL,
             label,
             plan.name,
-            _stateful_description(plan),
+            stateful_description(plan),
             operator_id=operator_id,
             partitions=partitions,
             stores=stores,
@@ -315,14 +237,12 @@ class _Builder:
         sink = self.progress.get("sink") if isinstance(self.progress.get("sink"), dict) else {}
         description = str(sink.get("description") or "")
         key = self.add(
-            Node("sink", SINK, f"Sink: {_short(description) or 'unknown'}", "", description)
+            Node("sink", SINK, f"Sink: {short_kind(description) or 'unknown'}", "", description)
         )
         for stream in streams:
             self.connect(stream, key, None)
 
     def graph(self, stateful_order: list[str]) -> tuple[list[Node], list[Edge]]:
-        import dataclasses
-
         order = {key: index for index, key in enumerate(stateful_order)}
         nodes = []
         for key, node in self.nodes.items():
@@ -383,7 +303,7 @@ def _from_progress(builder: _Builder) -> tuple[list[Node], list[Edge]]:
             Node(
                 builder.key(SOURCE),
                 SOURCE,
-                f"Source: {_short(description)}",
+                f"Source: {short_kind(description)}",
                 "",
                 description,
                 source=index,
@@ -420,8 +340,6 @@ def _from_progress(builder: _Builder) -> tuple[list[Node], list[Edge]]:
             builder.edges.append(Edge(producer, key))
         previous = [key]
     builder.finish([_Stream(producer) for producer in previous])
-    import dataclasses
-
     order = {key: index for index, key in stateful_order}
     nodes = [
         dataclasses.replace(node, stateful=order.get(key)) for key, node in builder.nodes.items()
@@ -446,7 +364,7 @@ def _match_sources(root: PlanNode, sources: list[str]) -> dict[int, int | None]:
     taken: set[int] = set()
     for index, description in enumerate(sources):
         chosen = None
-        path = _path_of(description)
+        path = path_of(description)
         for position, leaf in enumerate(leaves):
             if position in taken:
                 continue
@@ -465,134 +383,3 @@ def _match_sources(root: PlanNode, sources: list[str]) -> dict[int, int | None]:
             taken.add(chosen)
             matched[id(leaves[chosen])] = index
     return matched
-
-
-def _path_of(description: str) -> str | None:
-    """The directory of a file source's description (``FileStreamSource[file:/in]``)."""
-    match = re.match(r"FileStreamSource\[(.*)\]$", description)
-    if not match:
-        return None
-    return match.group(1).rstrip("/")
-
-
-def _exchange(plan: PlanNode) -> tuple[str, tuple[str, ...], int | None]:
-    if plan.name == "BroadcastExchange":
-        return BROADCAST, (), None
-    text = plan.text
-    for word, strategy in (
-        ("hashpartitioning(", HASH),
-        ("rangepartitioning(", RANGE),
-        ("roundrobinpartitioning(", REBALANCE),
-    ):
-        if word in text:
-            inside = _balanced(text[text.index(word) + len(word) :])
-            parts = _split_top(inside)
-            partitions = int(parts[-1]) if parts and parts[-1].strip().isdigit() else None
-            keys = parts[:-1] if strategy != REBALANCE else []
-            return strategy, tuple(_readable(k) for k in keys), partitions
-    if "SinglePartition" in text:
-        return GLOBAL, (), 1
-    return HASH, (), None
-
-
-def _balanced(text: str) -> str:
-    """``text`` up to the parenthesis closing one already open."""
-    depth = 0
-    for index, char in enumerate(text):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            if depth == 0:
-                return text[:index]
-            depth -= 1
-    return text
-
-
-def _split_top(text: str) -> list[str]:
-    """``text`` split at its top-level commas."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(text[start:index].strip())
-            start = index + 1
-    tail = text[start:].strip()
-    return [*parts, tail] if tail else parts
-
-
-def _readable(text: str) -> str:
-    """Spark's text without its expression ids (``adId#2L`` → ``adId``, the watermark's
-    ``-T10000ms`` suffix too), cut to a readable length."""
-    text = _ATTRIBUTE.sub("", text)
-    return text if len(text) <= 300 else text[:299] + "…"
-
-
-def _first_list(text: str) -> list[str]:
-    """The items of the first ``[...]`` of ``text``."""
-    if "[" not in text:
-        return []
-    return _split_top(_balanced(text[text.index("[") + 1 :]))
-
-
-def _join_type(text: str) -> str | None:
-    for how in ("LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti", "Inner", "Cross"):
-        if re.search(rf"(?:^|, ){how}(?:,|$)", text):
-            return how
-    return None
-
-
-def _join_keys(text: str) -> str:
-    """``left keys = right keys`` of a join's text."""
-    body = text.split(" ", 1)[1] if " " in text else ""
-    parts = _split_top(body)
-    lists = [p for p in parts[:2] if p.startswith("[")]
-    if len(lists) < 2:
-        return ""
-    left, right = (_split_top(_balanced(p[1:])) for p in lists)
-    return ", ".join(f"{a} = {b}" for a, b in zip(left, right, strict=False))
-
-
-def _stateful_description(plan: PlanNode) -> str:
-    text = plan.text
-    if plan.name == "StreamingSymmetricHashJoin":
-        described = _join_keys(text)
-        condition = re.search(r"full = (.*?) \], state info", text)
-        if condition and condition.group(1) != "null":
-            described += f"; condition {condition.group(1)}"
-        return _readable(described)
-    mode = next(
-        (m for m in ("Append", "Update", "Complete") if re.search(rf", {m}(?:,|$)", text)), None
-    )
-    if plan.name.startswith(("FlatMapGroups", "TransformWithState")):
-        function = text.split(" ", 1)[1].split("(", 1)[0] if " " in text else ""
-        keys = _first_list(text.split(")", 1)[1]) if ")" in text else []
-        described = f"{function} by {', '.join(keys)}" if keys else function
-    else:
-        keys = _first_list(text)
-        described = f"by {', '.join(keys)}" if keys else ""
-        if plan.name.startswith("SessionWindow"):
-            column = _split_top(text.split("], ", 1)[1])[0] if "], " in text else ""
-            described += f"; session window {column.split(':', 1)[0]}" if column else ""
-    if mode:
-        described += f" ({mode} mode)" if described else f"{mode} mode"
-    return _readable(described)
-
-
-def _watermark(text: str) -> str:
-    """``impressionTime, delay 10 seconds`` from ``EventTimeWatermark <id>, t#3: timestamp,
-    10 seconds``."""
-    parts = _split_top(text.split(" ", 1)[1] if " " in text else "")
-    if len(parts) >= 3:
-        column = parts[1].split(":", 1)[0]
-        return _readable(f"{column}, delay {parts[2]}")
-    return _readable(text)
-
-
-def _short(description: str) -> str:
-    """A source's or sink's kind from Spark's description: ``RateStreamV2[...]`` →
-    ``RateStreamV2``, ``org.apache...ConsoleTable$@1f`` → ``ConsoleTable``."""
-    kind = description.split("[", 1)[0].split("@", 1)[0].rstrip("$")
-    return kind.rsplit(".", 1)[-1] if kind else ""

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.registry.graph import QueryGraph
-from flinkish_cli.runtime.graph_builder import build, operator_metadata, parse_plan
+from flinkish_cli.runtime.graph_builder import build
+from flinkish_cli.runtime.spark_plan import operator_metadata, parse_plan
 
 PLANS = Path(__file__).parents[1] / "fixtures" / "plans"
 JOIN_STORES = (
