@@ -45,6 +45,7 @@ from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
 
 if TYPE_CHECKING:
     from flinkish_cli.registry.graph import JobGraph
+    from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
     from flinkish_cli.submission.run import Presenter
@@ -406,6 +407,24 @@ class JobClient:
         from flinkish_cli.registry import series
 
         return series.read(self.registry, status.job_id).with_recent(status)
+
+    def jvm_records(self, statuses: list[JobStatus]) -> dict[str, JvmRecord]:
+        """The JVMs each job runs on, as its driver last measured them
+        (:mod:`flinkish_cli.registry.jvm`), for the jobs that are not over and have a recent
+        record (read in parallel: one small file per job)."""
+        import time
+        from concurrent.futures import ThreadPoolExecutor
+
+        from flinkish_cli.registry import jvm
+
+        now = time.time()
+        live = [s.job_id for s in statuses if not s.effective_state(now).is_terminal]
+        if not live:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(16, len(live))) as pool:
+            records = pool.map(lambda job_id: jvm.read(self.registry, job_id), live)
+            found = dict(zip(live, records, strict=True))
+        return {job_id: r for job_id, r in found.items() if r is not None and r.fresh(now)}
 
     def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
         """The savepoints of one job, and of the jobs it was upgraded from (every job's

@@ -457,14 +457,16 @@ OPTIONS: tuple[Option, ...] = (
         "How long a file source keeps the compactions of its log (the list of every input "
         "file it has read, in the checkpoint's sources/) after a newer one replaced them. "
         "Each compaction holds every file ever read, so with Spark's 10 min a source keeps "
-        "10 min of compactions: a lower delay keeps fewer. Unset: Spark's default (10 min).",
+        "10 min of compactions (30 of them at a batch every 2 s): flinkish keeps 1 min.",
         MAPPED,
         spark=m.to("spark.sql.streaming.fileSource.log.cleanupDelay", m.spark_millis),
         spark_doc="`spark.sql.streaming.fileSource.log.cleanupDelay` (ms)",
-        note="Safe for exactly once: compactions older than the retained batches "
-        "(execution.checkpointing.num-retained) are the only ones deleted, and the newest "
-        "holds every entry of the older ones. A savepoint of a running query must copy its "
-        "checkpoint within this delay: keep it above the time a savepoint takes.",
+        default="1 min",
+        note="flinkish's default, not Spark's (10 min). Safe for exactly once: compactions "
+        "older than the retained batches (execution.checkpointing.num-retained) are the only "
+        "ones deleted, and the newest holds every entry of the older ones. A savepoint of a "
+        "running query copies the newest compaction, which must outlive the copy: keep the "
+        "delay above the time a savepoint takes.",
     ),
     Option(
         "flinkish.file-source.log.compact-interval",
@@ -484,14 +486,15 @@ OPTIONS: tuple[Option, ...] = (
         Duration(),
         C,
         "How long a file sink keeps the compactions of its log (<output>/_spark_metadata, "
-        "every file it has written) after a newer one replaced them. Unset: Spark's "
-        "default (10 min).",
+        "every file it has written) after a newer one replaced them; each holds every file "
+        "ever written, so Spark's 10 min keeps many: flinkish keeps 1 min.",
         MAPPED,
         spark=m.to("spark.sql.streaming.fileSink.log.cleanupDelay", m.spark_millis),
         spark_doc="`spark.sql.streaming.fileSink.log.cleanupDelay` (ms)",
-        note="Spark readers of the output directory read this log; a reader that finds a "
-        "compaction deleted under it moves to the newer one, so keep the delay above the "
-        "time between two compactions.",
+        default="1 min",
+        note="flinkish's default, not Spark's (10 min). Spark readers of the output directory "
+        "read this log; a reader that finds a compaction deleted under it moves to the newer "
+        "one, so keep the delay above the time between two compactions.",
     ),
     Option(
         "flinkish.file-sink.log.compact-interval",
@@ -1223,6 +1226,25 @@ OPTIONS: tuple[Option, ...] = (
         RUNTIME,
         default_fn=_home("log"),
         default_doc="`~/.flinkish/log` (expanded to an absolute local path)",
+    ),
+    Option(
+        "flinkish.metrics.jvm.interval",
+        Duration(),
+        MO,
+        "How often a running job's driver measures the JVMs it runs on (its own: Flink's "
+        "JobManager; its executors': the TaskManagers) and their task slots, for /metrics "
+        "(flink_jobmanager_Status_JVM_*, flink_taskmanager_Status_JVM_*, taskSlotsTotal...). "
+        "0 turns it off.",
+        RUNTIME,
+        default="10 s",
+        check=Check(
+            lambda v: v.total_seconds() == 0 or v.total_seconds() >= 1,
+            "0 (off) or a duration of at least 1 s, e.g. 10 s",
+        ),
+        note="Flink reads these gauges in its own JVMs at each scrape and has no option for "
+        "them (metrics.system-resource-probing-interval is for the host's figures, which "
+        "flinkish does not report); flinkish's web server runs apart from the job, so the "
+        "driver records them at this interval and a scrape shows the last record.",
     ),
     Option(
         "heartbeat.interval",

@@ -13,7 +13,9 @@ How flinkish maps onto Flink's model:
 - a committed micro-batch is a completed *checkpoint* (its id the batch id, its duration the
   batch's, its size the bytes of the query's state, with the state rows and the sources' lag
   beside); the history lists each query's recent batches, newest first;
-- the job's failures (its exception history) are Flink's exception history entries.
+- the job's failures (its exception history) are Flink's exception history entries;
+- a job's Spark driver is its JobManager (as in Flink's application mode) and the executors
+  that run its tasks are its TaskManagers, with Spark's task slots (:class:`JobCluster`).
 
 Every function takes plain data and returns plain JSON-ready dicts: nothing here reads the
 registry or knows HTTP.
@@ -25,12 +27,14 @@ import hashlib
 import html
 import statistics
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from flinkish_cli.config.secrets import REDACTED, is_secret
 from flinkish_cli.registry.graph import JobGraph, node_id
 from flinkish_cli.registry.history import SavepointRecord
+from flinkish_cli.registry.jvm import JvmRecord
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, parse_timestamp
 
 #: Flink's job states (JobStatus), in the order Flink's ``timestamps`` lists them.
@@ -273,17 +277,38 @@ def job_ids(statuses: list[JobStatus], now: float | None = None) -> dict[str, An
     return {"jobs": [{"id": s.job_id, "status": s.effective_state(now).value} for s in statuses]}
 
 
-def cluster_overview(statuses: list[JobStatus], version: str) -> dict[str, Any]:
-    """``GET /overview`` (Flink's ClusterOverview): flinkish has no TaskManagers; each
-    running job's driver counts as one, with one slot per query."""
+@dataclass(frozen=True)
+class JobCluster:
+    """What one job that is not over runs on, in Flink's cluster terms: its TaskManagers
+    (Spark's executors that run tasks; local mode's one is the driver), their task slots and
+    the slots running no task now. Without a record of its JVMs (``flinkish.metrics.jvm
+    .interval`` 0, a session cluster without its UI) the job's driver counts as one
+    TaskManager with one slot per query, none free."""
+
+    taskmanagers: int
+    slots: int
+    available: int
+
+    @classmethod
+    def of(cls, status: JobStatus, record: JvmRecord | None) -> JobCluster:
+        if record is None:
+            return cls(1, len(status.queries), 0)
+        return cls(len(record.taskmanagers), record.slots_total, record.slots_available)
+
+
+def cluster_overview(
+    statuses: list[JobStatus], version: str, jvms: dict[str, JvmRecord] | None = None
+) -> dict[str, Any]:
+    """``GET /overview`` (Flink's ClusterOverview): the jobs that are not over, each on the
+    cluster :class:`JobCluster` says (``jvms``: the jobs' records of their JVMs)."""
     now = time.time()
     states = [s.effective_state(now) for s in statuses]
     running = [s for s, state in zip(statuses, states, strict=True) if not state.is_terminal]
-    slots = sum(len(s.queries) for s in running)
+    clusters = [JobCluster.of(s, (jvms or {}).get(s.job_id)) for s in running]
     return {
-        "taskmanagers": len(running),
-        "slots-total": slots,
-        "slots-available": 0,
+        "taskmanagers": sum(c.taskmanagers for c in clusters),
+        "slots-total": sum(c.slots for c in clusters),
+        "slots-available": sum(c.available for c in clusters),
         "jobs-running": len(running),
         "jobs-finished": states.count(JobState.FINISHED),
         "jobs-cancelled": states.count(JobState.CANCELED),

@@ -51,7 +51,9 @@ class FlinkRestApi:
         return ok(flink_json.dashboard_config(s.version, s.refresh_ms, s.cancel_enabled))
 
     async def overview(self, request: Request) -> Response:
-        return ok(flink_json.cluster_overview(await self._jobs(), self.settings.version))
+        jobs = await self._jobs()
+        jvms = await run_in_threadpool(self.client.jvm_records, jobs)
+        return ok(flink_json.cluster_overview(jobs, self.settings.version, jvms))
 
     async def jobs(self, request: Request) -> Response:
         return ok(flink_json.job_ids(await self._jobs()))

@@ -56,7 +56,7 @@ def test_info_of_a_job_shows_each_part_and_what_grows(flinkish_env: FlinkishEnv)
     assert re.search(r"^sources +3 +3\.0 MiB +with age$", text, re.MULTILINE), text
     assert re.search(r"^offsets +20 +12\.7 KiB +bounded$", text, re.MULTILINE), text
     assert "-- sources grows for as long as the query runs" in text
-    assert "What to do: set flinkish.file-source.log.cleanup-delay" in text
+    assert "What to do: a lower flinkish.file-source.log.cleanup-delay" in text
     assert "== Query 'late' (/cp/late): not measured yet ==" in text
 
 
