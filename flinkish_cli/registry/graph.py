@@ -5,8 +5,9 @@ recorded by the job's driver when the query (re)starts::
     {"version": 1, "queries": {"<query>": {"run_id": ..., "nodes": [...], "edges": [...], ...}}}
 
 A query's graph changes only when the query starts again (a new run of it: a restart, a
-resumed job, the program starting it anew), so the file is written then and only then; the
-figures that change every batch live in the status (:mod:`flinkish_cli.registry.batch_figures`)
+resumed job, the program starting it anew), so the file is written then (and once more when
+a query's plan comes after its first batch: a graph from its progress report until then);
+the figures that change every batch live in the status (:mod:`flinkish_cli.registry.batch_figures`)
 and are joined to the graph when it is read (:mod:`flinkish_cli.registry.graph_view`).
 
 A :class:`Node` is an operator as a Flink user reads a job graph: a source (with the index of
