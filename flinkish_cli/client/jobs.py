@@ -44,6 +44,7 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
 
 if TYPE_CHECKING:
+    from flinkish_cli.registry.graph import JobGraph
     from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
@@ -372,12 +373,33 @@ class JobClient:
         except FlinkishError:
             return {}
 
-    def checkpoint_sizes(self, job_id: str) -> dict[str, Any]:
-        """What each query's checkpoint takes on storage, by part, as the job's driver last
-        measured it (:func:`flinkish_cli.registry.footprint.job_summary`)."""
+    def graph(self, job_id: str) -> JobGraph:
+        """The job's graph as its driver recorded it: each query's plan as operators and the
+        exchanges between them, as the query started (:mod:`flinkish_cli.registry.graph`)."""
+        from flinkish_cli.registry import graph
+
+        return graph.read(self.registry, parse_job_id(job_id))
+
+    def graph_view(self, status: JobStatus) -> dict[str, Any]:
+        """The job's graph with each node's latest figures
+        (:func:`flinkish_cli.registry.graph_view.job_view`)."""
+        from flinkish_cli.registry.graph_view import job_view
+
+        return job_view(status, self.graph(status.job_id))
+
+    def job_info(self, job_id: str) -> dict[str, Any]:
+        """``flinkish info <JobID>``: per query, what its checkpoint takes on storage, by part,
+        as the job's driver last measured it (:func:`flinkish_cli.registry.footprint.job_summary`),
+        and its graph with its latest figures (``graph``: the query's part of
+        :meth:`graph_view`)."""
         from flinkish_cli.registry.footprint import job_summary
 
-        return job_summary(self.registry.get(parse_job_id(job_id)))
+        status = self.registry.get(parse_job_id(job_id))
+        document = job_summary(status)
+        graphs = self.graph_view(status)["queries"]
+        for name, query in document["queries"].items():
+            query["graph"] = graphs.get(name)
+        return document
 
     def series(self, status: JobStatus) -> Series:
         """The job's figures over time, for charts: the kept series with the status's newest

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.footprint import Footprint
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.names import is_query_name
@@ -154,6 +155,9 @@ class QueryStatus:
     #: soon as the last one ends, availableNow): what its task time is measured against
     #: (:mod:`flinkish_cli.registry.task_time`).
     trigger_ms: int | None = None
+    #: The latest batch's figures per node of the query's graph (its sources, stateful
+    #: operators and sink: :mod:`flinkish_cli.registry.batch_figures`); None until then.
+    figures: BatchFigures | None = None
 
     def record(self, progress: Progress) -> None:
         """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""
@@ -323,6 +327,7 @@ class JobStatus:
                     "name": name,
                     "recent": [Progress(**_known(Progress, p)) for p in recent],
                     "footprint": Footprint.from_dict(q.get("footprint")),
+                    "figures": BatchFigures.from_dict(q.get("figures")),
                 }
             )
         fields = _known(cls, data)

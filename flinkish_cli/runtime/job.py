@@ -16,7 +16,9 @@ that do the work, each in a module of its own:
 - :class:`~.footprints.FootprintWatch`: what each query's checkpoint takes on storage, on a
   thread of its own (``flinkish.checkpoint.size.interval``);
 - :class:`~.process_metrics.ProcessMetricsWatch`: the JVMs the job runs on and their task
-  slots, for ``/metrics``, on a thread of its own (``flinkish.metrics.jvm.interval``).
+  slots, for ``/metrics``, on a thread of its own (``flinkish.metrics.jvm.interval``);
+- :class:`~.graphs.GraphRecorder`: each query's graph, recorded by the watcher thread when
+  the query starts a new run.
 
 The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the driver
 (:mod:`.driver`) decides about restarts. End states, as Flink's:
@@ -209,6 +211,7 @@ class JobRuntime:
                 self.rule_watcher.watch(self.queries.handles, self.queries.last_batch)
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
+            self.queries.graphs.record_pending(dict(self.queries.handles))
 
     def spark_lost(self, confirm: bool = False) -> bool:
         """Spark's JVM is gone (see :class:`~.jvm_watch.JvmWatch`)."""
@@ -352,6 +355,8 @@ class JobRuntime:
             except Exception as stop_error:
                 log.warning("Stopping query '%s': %s", name, stop_error)
         self.queries.reconcile()
+        if not self.spark_lost():
+            self.queries.graphs.record_pending(dict(self.queries.handles))  # a short job's
         with self.keeper.lock:
             for entry in self.status.queries.values():
                 entry.active = False

@@ -5,8 +5,11 @@ Spark's listener.
 as the program starts its queries (each gets its checkpoint, restored first when the job
 resumes, and its trigger) and the receiver of Spark's query events
 (:class:`~flinkish_cli.runtime.listener.StatusListener`): each completed micro-batch goes
-into the job's status. It also knows every query of the session still running, and clears
-what an attempt of the program left behind before the next one.
+into the job's status (its figures, and the latest batch's figures per node of the query's
+graph), and the first batch of each run of a query to the job's graph
+(:class:`~flinkish_cli.runtime.graphs.GraphRecorder`). It also knows every query of the
+session still running, and clears what an attempt of the program left behind before the
+next one.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import time
 from typing import Any
 
 from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.status import JobState, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
 from flinkish_cli.runtime.flavour import CONNECT, Flavour
+from flinkish_cli.runtime.graphs import GraphRecorder
 from flinkish_cli.runtime.identity import QueryIdentity
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
@@ -66,6 +71,7 @@ class JobQueries:
         #: identity -> (storage, checkpoint, file sink (storage, output) or None): what the
         #: driver measures (:mod:`~flinkish_cli.runtime.footprints`)
         self._footprints: dict[str, Any] = {}
+        self.graphs = GraphRecorder(registry, plan.job_id, flavour, self.checkpoint_storage)
 
     @property
     def _entries(self) -> dict[str, QueryStatus]:
@@ -144,6 +150,12 @@ class JobQueries:
             return open_storage(path, self.settings), path
         except Exception:  # a scheme flinkish cannot list: the checkpoint is still measured
             return None
+
+    def checkpoint_storage(self, identity: str) -> tuple[Any, str] | None:
+        """The storage and directory of a query's checkpoint, once it has started."""
+        with self.keeper.lock:
+            found = self._footprints.get(identity)
+        return (found[0], found[1]) if found else None
 
     def footprint_targets(self) -> dict[str, Any]:
         """What to measure of each query of this attempt (see ``_footprints``)."""
@@ -255,6 +267,8 @@ class JobQueries:
                 return
             done = Progress.from_spark(progress)
             entry.record(done)
+            entry.figures = BatchFigures.from_spark(progress)
+        self.graphs.progressed(str(name), progress)
         log.info("%s", done.line(str(name)))  # one line a batch (Spark's own is at INFO, off)
         self.has_run = True
         self.keeper.changed()
@@ -292,9 +306,10 @@ class JobQueries:
                 entry = self._entries[name]
                 last = entry.last_committed_batch if entry.last_committed_batch is not None else -1
                 for progress in recent:
-                    document = progress if isinstance(progress, dict) else json.loads(progress.json)
+                    document = _document(progress)
                     if int(document.get("batchId", -1)) > last:
                         entry.record(Progress.from_spark(document))
+                        entry.figures = BatchFigures.from_spark(document)
                         last = entry.last_committed_batch or last
 
     # -- what the job asks of its queries ------------------------------------------------
@@ -357,6 +372,12 @@ class JobQueries:
                     query.stop()
             except Exception as error:
                 log.warning("Stopping query '%s': %s", name, error)
+
+
+def _document(progress: Any) -> dict[str, Any]:
+    """A progress report as Spark's JSON document (pyspark's objects hold UUIDs)."""
+    text = getattr(progress, "json", None)
+    return json.loads(text) if isinstance(text, str) else dict(progress)
 
 
 def is_active(query: Any) -> bool:

@@ -3,16 +3,21 @@ own that it reads beside Flink's REST API (under ``/flinkish/``, so they never s
 of Flink's).
 
 - ``GET /`` the page (one HTML file; the views are ``#/overview`` and ``#/job/<JobID>``, as
-  in Flink's Web UI), ``GET /assets/<file>`` its script, style and the vendored charting
-  library (uPlot, MIT, its licence beside it). No asset comes from a CDN: it works offline.
-  The page and assets hold no job data, so they are served without the token; every document
-  the page then reads needs it, which the page asks for when the endpoint answers 401.
+  in Flink's Web UI), ``GET /assets/<file>`` its scripts, style and the vendored charting
+  and graph-layout libraries (uPlot and dagre, both MIT, their licences beside them). No
+  asset comes from a CDN: it works offline. The page and assets hold no job data, so they
+  are served without the token; every document the page then reads needs it, which the page
+  asks for when the endpoint answers 401.
 - ``GET /flinkish/cluster`` the session cluster this endpoint fronts (its Connect address),
   which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`).
 - ``GET /flinkish/jobs`` a row per job for the job list: state, uptime, last checkpoint, its
   rates, last savepoint.
 - ``GET /flinkish/jobs/:jobid/series`` the job's figures over time, for the charts
   (:mod:`flinkish_cli.registry.series`, with the newest batches of its status).
+- ``GET /flinkish/jobs/:jobid/plan`` the job graph with each node's latest figures
+  (:func:`flinkish_cli.registry.graph_view.job_view`; each query's is what
+  ``flinkish info <JobID> --output json`` shows under its ``graph``), drawn in the Graph tab
+  with the vendored graph-layout library (dagre, MIT, its licence beside it).
 - ``GET /flinkish/jobs/:jobid/savepoints`` its savepoint history (and its lineage's, across
   upgrades), newest first.
 - ``GET /flinkish/jobs/:jobid/checkpoint-size`` what each query's checkpoint takes on

@@ -64,7 +64,13 @@ class FlinkRestApi:
     async def job(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
         savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
-        return ok(flink_json.job_details(status, last_savepoint=savepoint))
+        graph = await run_in_threadpool(self.client.graph, status.job_id)
+        return ok(flink_json.job_details(status, last_savepoint=savepoint, graph=graph))
+
+    async def job_plan(self, request: Request) -> Response:
+        status = await self._status(parsing.job_id(request))
+        graph = await run_in_threadpool(self.client.graph, status.job_id)
+        return ok({"plan": flink_json.plan(status, graph)})
 
     async def job_status(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
@@ -106,6 +112,12 @@ class FlinkRestApi:
     async def dashboard_checkpoint_size(self, request: Request) -> Response:
         """Each query's checkpoint by part, as ``info <JobID> --output json`` shows it."""
         return ok(dashboard.checkpoint_size(await self._status(parsing.job_id(request))))
+
+    async def dashboard_plan(self, request: Request) -> Response:
+        """The job graph with each node's figures, as ``info <JobID> --output json`` shows
+        each query's."""
+        status = await self._status(parsing.job_id(request))
+        return ok(await run_in_threadpool(self.client.graph_view, status))
 
     async def dashboard_savepoints(self, request: Request) -> Response:
         status = await self._status(parsing.job_id(request))
@@ -272,6 +284,7 @@ class FlinkRestApi:
             Route("/jobs/{jobid}", self.cancel, methods=["PATCH"]),
             Route("/jobs/{jobid}/status", self.job_status, methods=["GET"]),
             Route("/jobs/{jobid}/config", self.job_config, methods=["GET"]),
+            Route("/jobs/{jobid}/plan", self.job_plan, methods=["GET"]),
             Route("/jobs/{jobid}/checkpoints", self.job_checkpoints, methods=["GET"]),
             Route("/jobs/{jobid}/checkpoints", self.checkpoint, methods=["POST"]),
             Route("/jobs/{jobid}/checkpoints/{triggerid}", self.checkpoint_status, methods=["GET"]),
@@ -290,6 +303,7 @@ class FlinkRestApi:
             Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),
+            Route("/flinkish/jobs/{jobid}/plan", self.dashboard_plan, methods=["GET"]),
             Route(
                 "/flinkish/jobs/{jobid}/checkpoint-size",
                 self.dashboard_checkpoint_size,
