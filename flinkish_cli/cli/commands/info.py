@@ -2,7 +2,9 @@
 
 ``flinkish info <JobID>``: what each query's checkpoint of a submitted job takes on storage,
 part by part, as its driver last measured it, and for the parts that grow with age (a file
-source's log, a file sink's log) why and what to do (:mod:`flinkish_cli.registry.footprint`).
+source's log, a file sink's log) why and what to do (:mod:`flinkish_cli.registry.footprint`);
+through the REST endpoint when ``-m host:port`` or ``rest.address`` names one, as every job
+action (:func:`flinkish_cli.cli.options.job_client`). A script's plans are always made here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.options import common_options, job_client, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 from flinkish_cli.config.units import human_bytes
 
@@ -55,12 +57,13 @@ def info(
     from flinkish_cli.client.jobs import JobClient
 
     flags = {"parallelism.default": str(parallelism)} if parallelism else {}
-    client = JobClient(load_config(conf_dir, dynamic, flags))
+    config = load_config(conf_dir, dynamic, flags)
     if is_job_id(job) and not os.path.exists(job):
-        _checkpoint_sizes(client.checkpoint_sizes(job), _trailing_output(job_args, output))
+        output = _trailing_output(job_args, output)
+        _checkpoint_sizes(job_client(config).checkpoint_sizes(job), output)
         return
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    script, plans = client.explain(job, list(job_args))
+    script, plans = JobClient(config).explain(job, list(job_args))  # a local session
     if output == "json":
         print_json({"job": script, "queries": [p.__dict__ for p in plans]})
         return
