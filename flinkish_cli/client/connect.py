@@ -53,10 +53,10 @@ class EndpointRefused(JobError):
 def endpoint_of(jobmanager: str) -> str | None:
     """The REST endpoint (``host:port``) that ``-m`` names, or None for a Spark master;
     a :class:`UsageError` for a value that is neither."""
+    from flinkish_cli.submission.spark_submit import is_spark_master
+
     value = jobmanager.strip()
-    if value in ("yarn", "yarn-cluster") or value.startswith(
-        ("local", "spark://", "k8s://", "sc://")
-    ):
+    if is_spark_master(value):
         return None
     if value.startswith("http://"):
         value = value[len("http://") :].rstrip("/")

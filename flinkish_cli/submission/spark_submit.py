@@ -102,11 +102,21 @@ def resolve_deployment(
     return Deployment(target=target, master=master, deploy_mode=mode)
 
 
+def is_spark_master(value: str) -> bool:
+    """Whether ``-m`` names a Spark master (``local``, ``local[N]``, ``local-cluster[...]``,
+    ``spark://``, ``sc://``, ``k8s://``, ``yarn``, Flink's ``yarn-cluster``) rather than a
+    REST endpoint ``host:port`` (``localhost:8081`` is an endpoint)."""
+    value = value.strip()
+    return value in ("local", "yarn", "yarn-cluster") or value.startswith(
+        ("local[", "local-cluster[", "spark://", "k8s://", "sc://")
+    )
+
+
 def _master_from_jobmanager(value: str) -> str:
     value = value.strip()
     if value == "yarn-cluster":
         return "yarn"
-    if value.startswith(("local", "spark://", "k8s://", "sc://")) or value == "yarn":
+    if is_spark_master(value):
         return value
     host, _, port = value.rpartition(":")
     if host and port.isdigit() and "/" not in value:  # Flink's meaning: a session cluster

@@ -305,6 +305,7 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def _another_http_server() -> Iterator[str]:
     """A plain HTTP server of the standard library (another program's REST endpoint)."""
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             return

@@ -61,7 +61,7 @@ def cancel(
     )
     _ignore(extra)
     job_id = parse_job_id(job_text)
-    config = load_config(conf_dir, dynamic)
+    client = job_client(load_config(conf_dir, dynamic))
     fmt = format_type(savepoint_type)
     if text:
         echo(
@@ -72,7 +72,7 @@ def cancel(
         echo(f"Cancelling job {job_id} with {fmt} savepoint {where}")
     from flinkish_cli.registry.status import JobState
 
-    outcome = job_client(config).stop(job_id, target, False, fmt, end_state=JobState.CANCELED)
+    outcome = client.stop(job_id, target, False, fmt, end_state=JobState.CANCELED)
     if text:
         echo(f"Cancelled job {job_id}. Savepoint stored in {outcome.path}.")
     else:

@@ -37,12 +37,12 @@ def checkpoint(
 
     job_text, _ = require_job(args, "Missing JobID. Specify a Job ID to manipulate a checkpoint.")
     job_id = parse_job_id(job_text)
-    config = load_config(conf_dir, dynamic)
+    client = job_client(load_config(conf_dir, dynamic))
     text = output != "json"
     if text:
         echo(f"Triggering checkpoint for job {job_id}.")
         echo("Waiting for response...")
-    done = job_client(config).checkpoint(job_id)
+    done = client.checkpoint(job_id)
     if not text:
         print_json({"jid": job_id, **done.to_result(), "id": done.checkpoint_id})
         return
