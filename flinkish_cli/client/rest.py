@@ -421,12 +421,15 @@ class RestJobClient(JobClient):
         return self.last_savepoints([job_id])[job_id]
 
     def last_savepoints(self, job_ids: list[str]) -> dict[str, SavepointRecord | None]:
-        if not job_ids:
-            return {}
-        path = f"{LAST_SAVEPOINTS}?jobs={quote(','.join(job_ids), safe=',')}"
-        answer = self.endpoint.json("GET", path)
+        found: dict[str, Any] = {}
+        for start in range(0, len(job_ids), 100):  # URLs of a few kB at most
+            batch = job_ids[start : start + 100]
+            path = f"{LAST_SAVEPOINTS}?jobs={quote(','.join(batch), safe=',')}"
+            answer = self.endpoint.json("GET", path)
+            if not isinstance(answer, dict) or not isinstance(answer.get("last-savepoints"), dict):
+                raise self.endpoint.not_understood(LAST_SAVEPOINTS, "no last-savepoints")
+            found.update(answer["last-savepoints"])
         try:
-            found = answer["last-savepoints"]
             return {
                 j: SavepointRecord.from_dict(found[j]) if found[j] is not None else None
                 for j in job_ids

@@ -408,3 +408,24 @@ def test_flinks_cli_and_flinkishs_list_the_same_jobs_through_the_endpoint(
     assert len(jobs(ours.out)) >= 2
     headers = [line for line in ours.out if line.startswith("---") and "Jobs" in line]
     assert [line for line in theirs.stdout.splitlines() if line in headers] == headers
+
+
+def test_logs_follow_through_the_endpoint_until_the_job_ends(world: World) -> None:
+    """``logs -f`` streams the log from the server's machine as it grows, and ends when the
+    job ends, as it does reading the file itself."""
+    job = world.job(answering=False)
+    log = world.env.logs / f"flinkish-{job}.log"
+    log.write_text("first\n")
+    follower = world.env.popen("logs", "-f", "-m", world.web.address, job)
+    try:
+        assert follower.stdout is not None
+        assert follower.stdout.readline() == "first\n"
+        with log.open("a") as more:
+            more.write("second: ünï\n")
+        assert follower.stdout.readline() == "second: ünï\n"
+        world.settle()  # the job ends
+        out, err = follower.communicate(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0 and out == "" and err == "", (out, err)
