@@ -182,6 +182,8 @@ class JobRegistry:
         path = self.status_path(job_id)
         try:
             version, raw = self._read_status(path)
+        except ValueError as error:  # bytes that are not UTF-8
+            raise UnreadableStatusError(job_id, path, f"it is not text ({error})") from error
         except FileNotFoundError:
             self._forget(path)
             return None
@@ -195,7 +197,7 @@ class JobRegistry:
         if isinstance(raw, _Read):
             return raw
         try:
-            text = raw.decode("utf-8")
+            text = raw if isinstance(raw, str) else raw.decode("utf-8")
         except ValueError as error:  # bytes that are not UTF-8
             raise UnreadableStatusError(job_id, path, f"it is not text ({error})") from error
         try:
@@ -214,11 +216,11 @@ class JobRegistry:
             self.cache.keep(path, version, read)
         return read
 
-    def _read_status(self, path: str) -> tuple[str | None, bytes | _Read]:
-        """The status file's version and bytes, or what the cache keeps of it when that is
+    def _read_status(self, path: str) -> tuple[str | None, str | bytes | _Read]:
+        """The status file's version and content, or what the cache keeps of it when that is
         still the file."""
         if self.cache is None:
-            return None, self.storage.read_bytes(path)
+            return None, self.storage.read_text(path)
         known = self.cache.get(path)
         version, data = self.storage.read_if_changed(path, known[0] if known else None)
         if data is None and known is not None:
