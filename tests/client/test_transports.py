@@ -429,3 +429,24 @@ def test_logs_follow_through_the_endpoint_until_the_job_ends(world: World) -> No
         if follower.poll() is None:
             follower.kill()
     assert follower.returncode == 0 and out == "" and err == "", (out, err)
+
+
+def test_a_damaged_status_says_the_same_both_ways(
+    world: World, cli: Callable[..., Outcome]
+) -> None:
+    """A job whose status file is damaged: listed UNKNOWN with the same warning, refused
+    with the same message, whichever way the command went."""
+    import shutil
+
+    damaged = new_job_id()
+    status = world.env.checkpoints / damaged / "_flinkish" / "status.json"
+    status.parent.mkdir(parents=True)
+    status.write_text("{ damaged")
+    try:
+        for args in (["list", "-a"], ["list", "-a", "--output", "json"], ["cancel", damaged]):
+            from_storage = _normal(cli(*args), damaged)
+            through_web = _normal(cli(args[0], "-m", world.web.address, *args[1:]), damaged)
+            assert through_web == from_storage
+            assert any("unreadable" in line for line in from_storage.out + from_storage.err)
+    finally:
+        shutil.rmtree(world.env.checkpoints / damaged)
