@@ -53,7 +53,7 @@ class EndpointRefused(JobError):
 def endpoint_of(jobmanager: str) -> str | None:
     """The REST endpoint (``host:port``) that ``-m`` names, or None for a Spark master;
     a :class:`UsageError` for a value that is neither."""
-    from flinkish_cli.submission.spark_submit import is_spark_master
+    from flinkish_cli.submission.endpoint import is_spark_master
 
     value = jobmanager.strip()
     if is_spark_master(value):

@@ -13,7 +13,8 @@ id, never a secret), which flinkish's CLI compares with its own configuration's 
 other command goes through the endpoint (:mod:`flinkish_cli.client.connect`).
 
 ``rest.address``/``rest.port`` name the same endpoint in the configuration. ``sc://host:port``
-still names a Connect server directly, without asking anyone.
+still names a Connect server directly, without asking anyone; :func:`is_spark_master` owns
+the rule of which ``-m`` values name a Spark master rather than an endpoint.
 
 Compatibility: before this, a bare ``host:port`` named the Connect server itself. When what
 answers at ``host:port`` speaks HTTP/2 only (a Spark Connect server's gRPC port answers an
@@ -51,6 +52,16 @@ class SessionCluster:
 
     master: str
     notice: str | None = None
+
+
+def is_spark_master(value: str) -> bool:
+    """Whether ``-m`` names a Spark master (``local``, ``local[N]``, ``local-cluster[...]``,
+    ``spark://``, ``sc://``, ``k8s://``, ``yarn``, Flink's ``yarn-cluster``) rather than a
+    REST endpoint ``host:port`` (``localhost:8081`` is an endpoint)."""
+    value = value.strip()
+    return value in ("local", "yarn", "yarn-cluster") or value.startswith(
+        ("local[", "local-cluster[", "spark://", "k8s://", "sc://")
+    )
 
 
 def split_address(address: str) -> tuple[str, int]:

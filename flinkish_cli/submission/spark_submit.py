@@ -34,6 +34,7 @@ from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
 from flinkish_cli.spark.install import pyspark_home
+from flinkish_cli.submission.endpoint import is_spark_master
 
 LOCAL = "local"
 REMOTE = "remote"
@@ -100,16 +101,6 @@ def resolve_deployment(
         return Deployment(target=target, master=master, deploy_mode="session", endpoint=endpoint)
     mode = "cluster" if target in CLUSTER_MODE_TARGETS else "client"
     return Deployment(target=target, master=master, deploy_mode=mode)
-
-
-def is_spark_master(value: str) -> bool:
-    """Whether ``-m`` names a Spark master (``local``, ``local[N]``, ``local-cluster[...]``,
-    ``spark://``, ``sc://``, ``k8s://``, ``yarn``, Flink's ``yarn-cluster``) rather than a
-    REST endpoint ``host:port`` (``localhost:8081`` is an endpoint)."""
-    value = value.strip()
-    return value in ("local", "yarn", "yarn-cluster") or value.startswith(
-        ("local[", "local-cluster[", "spark://", "k8s://", "sc://")
-    )
 
 
 def _master_from_jobmanager(value: str) -> str:
