@@ -38,7 +38,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -538,9 +538,3 @@ class RestJobClient(JobClient):
 
 def _action(end_state: JobState) -> str:
     return "cancel" if end_state is JobState.CANCELED else "stop"
-
-
-def unreadable_document(job: UnreadableJob) -> dict[str, Any]:
-    """An unreadable job as ``GET /flinkish/registry/jobs`` lists it (:class:`UnreadableJob`'s
-    fields)."""
-    return asdict(job)
