@@ -28,7 +28,6 @@ path is the same (a shared file system).
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Callable
 from typing import Any
@@ -134,6 +133,8 @@ def _through(
 
 
 def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[str, Any]:
+    import http.client  # only a command that asks an endpoint pays for it
+
     from flinkish_cli.submission.endpoint import CLUSTER_PATH, SESSION_KEY
 
     address = endpoint.address
