@@ -467,9 +467,11 @@ class RestJobClient(JobClient):
         trigger_id: str | None = None,
         ttl: float | None = None,
     ) -> str:
-        """Flink's ``POST /jobs/:jobid/stop`` (``savepoints`` with ``cancel-job``)."""
-        job = require_running(self.jobs, job_id, _action(end_state)).job_id
-        given = savepoint_target(self.config, target) if target is not None else None
+        """Flink's ``POST /jobs/:jobid/stop`` (``savepoints`` with ``cancel-job``): one
+        request; the server's job client checks the job as this one would (its errors come
+        back whole)."""
+        job = parse_job_id(job_id)
+        given = resolve_local(target) if target is not None else None  # checked there
         if end_state is JobState.CANCELED:
             path = f"/jobs/{job}/savepoints"
             body: dict[str, Any] = {"target-directory": given, "cancel-job": True}
@@ -485,17 +487,17 @@ class RestJobClient(JobClient):
         trigger_id: str | None = None,
         ttl: float | None = None,
     ) -> str:
-        """Flink's ``POST /jobs/:jobid/savepoints``."""
-        job = require_running(self.jobs, job_id, "take a savepoint of").job_id
-        given = savepoint_target(self.config, target) if target is not None else None
+        """Flink's ``POST /jobs/:jobid/savepoints`` (one request, as :meth:`stop_detached`)."""
+        job = parse_job_id(job_id)
+        given = resolve_local(target) if target is not None else None  # checked there
         body = {"target-directory": given, "cancel-job": False, "formatType": format_type}
         return self._trigger(f"/jobs/{job}/savepoints", body, trigger_id, ttl)
 
     def checkpoint_detached(
         self, job_id: str, trigger_id: str | None = None, ttl: float | None = None
     ) -> str:
-        """Flink's ``POST /jobs/:jobid/checkpoints``."""
-        job = require_running(self.jobs, job_id, "checkpoint").job_id
+        """Flink's ``POST /jobs/:jobid/checkpoints`` (one request, as :meth:`stop_detached`)."""
+        job = parse_job_id(job_id)
         return self._trigger(f"/jobs/{job}/checkpoints", {}, trigger_id, ttl)
 
     def _trigger(
