@@ -600,9 +600,11 @@ OPTIONS: tuple[Option, ...] = (
         Str(),
         E,
         "Host that clients use to reach the cluster's REST endpoint (flinkish web, as "
-        "Flink's JobManager): target 'remote' asks it for its session cluster (run -m "
-        "host:port wins), and flinkish web answers requests addressed to this name "
-        "(besides its bind address, localhost and loopback; more in "
+        "Flink's JobManager): the job actions (list, cancel, stop, savepoint, checkpoint, "
+        "info <JobID>, logs) go through it when a flinkish web of the same registry answers "
+        "there, and read the registry in storage otherwise; target 'remote' asks it for its "
+        "session cluster (-m host:port wins over both), and flinkish web answers requests "
+        "addressed to this name (besides its bind address, localhost and loopback; more in "
         "flinkish.web.allowed-hosts). Started by scripts/start-cluster.sh --session.",
         RUNTIME,
     ),
@@ -866,9 +868,10 @@ OPTIONS: tuple[Option, ...] = (
         "flinkish.web.auth-token",
         Str(),
         MO,
-        "Bearer token flinkish web requires (Authorization: Bearer <token>; Flink's CLI "
-        "sends it with FLINK_REST_CLIENT_HEADERS). Give it as a secret reference "
-        "(${env:VAR} or ${file:path}), never on a command line. Required off loopback.",
+        "Bearer token flinkish web requires (Authorization: Bearer <token>), and that "
+        "flinkish's CLI sends to the endpoint it goes through (Flink's CLI sends it with "
+        "FLINK_REST_CLIENT_HEADERS). Give it as a secret reference (${env:VAR} or "
+        "${file:path}), never on a command line. Required off loopback.",
         RUNTIME,
     ),
     Option(

@@ -301,7 +301,11 @@ class JobStatus:
         Raises :class:`ValueError` (naming the problem) for anything that is not a job status:
         not a JSON object, no valid JobID, a query name that is not a safe query identity.
         """
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> JobStatus:
+        """:meth:`from_json` of a document already parsed (the same checks)."""
         if not isinstance(data, dict):
             raise ValueError(f"it holds a JSON {type(data).__name__}, not a job status object")
         if not is_job_id(str(data.get("job_id", ""))):
@@ -359,6 +363,20 @@ class JobStatus:
             "upgraded_to": self.upgraded_to,
             "rolled_back": self.rolled_back,
         }
+
+
+def without_progress(data: dict[str, Any]) -> dict[str, Any]:
+    """A status document (``status.json`` parsed) without each query's recent progress: what
+    a job list needs of it (its lines and ``list --output json`` show none of the progress,
+    which is most of the document). :meth:`JobStatus.from_dict` reads it back."""
+    queries = data.get("queries")
+    if not isinstance(queries, dict):
+        return data
+    kept = {
+        name: {k: v for k, v in q.items() if k != "recent"} if isinstance(q, dict) else q
+        for name, q in queries.items()
+    }
+    return {**data, "queries": kept}
 
 
 def _shown(value: object) -> str:

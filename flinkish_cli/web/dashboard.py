@@ -9,7 +9,9 @@ of Flink's).
   are served without the token; every document the page then reads needs it, which the page
   asks for when the endpoint answers 401.
 - ``GET /flinkish/cluster`` the session cluster this endpoint fronts (its Connect address),
-  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`).
+  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`), and
+  the registry it serves, which every other command of the CLI checks first
+  (:mod:`flinkish_cli.client.connect`).
 - ``GET /flinkish/jobs`` a row per job for the job list: state, uptime, last checkpoint, its
   rates, last savepoint.
 - ``GET /flinkish/jobs/:jobid/series`` the job's figures over time, for the charts
@@ -36,7 +38,8 @@ from flinkish_cli.registry.footprint import job_summary
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
-from flinkish_cli.submission.endpoint import SESSION_KEY
+from flinkish_cli.registry.store import RegistryIdentity
+from flinkish_cli.submission.endpoint import REGISTRY_KEY, SESSION_KEY, VERSION_KEY
 from flinkish_cli.web.flink_json import job_overview
 
 ASSETS = Path(__file__).with_name("assets")
@@ -45,9 +48,16 @@ PUBLIC_PATHS = ("/", "/index.html")
 PUBLIC_PREFIX = "/assets/"
 
 
-def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
-    """``GET /flinkish/cluster``."""
-    return {SESSION_KEY: session_cluster, "flinkish-version": version}
+def cluster(
+    session_cluster: str | None, version: str, registry: RegistryIdentity
+) -> dict[str, Any]:
+    """``GET /flinkish/cluster``: the session cluster, the version, and the registry served
+    (its location and id: no secret)."""
+    return {
+        SESSION_KEY: session_cluster,
+        VERSION_KEY: version,
+        REGISTRY_KEY: {"location": registry.location, "id": registry.id},
+    }
 
 
 def job_row(
