@@ -348,8 +348,10 @@ appender.file.fileName = ${sys:log.file}
 appender.file.append = true
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.progress.name = org.apache.spark.sql.execution.streaming
+logger.progress.name = org.apache.spark.sql.execution.streaming.runtime.ProgressReporter
 logger.progress.level = info
+logger.starting.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.starting.level = info
 """
 
 
@@ -360,16 +362,22 @@ class FlinkishCli:
     conf_dir: Path
     cwd: Path
     started: list[str] = field(default_factory=list)
+    #: Log Spark's progress reports (which the throughput benchmarks read); False leaves
+    #: the jobs with flinkish's own logging, as a user runs them (the soak measures that).
+    spark_progress: bool = True
 
     def env(self) -> dict[str, str]:
-        return clean_env(
-            {"FLINK_CONF_DIR": str(self.conf_dir), "SPARK_CONF_DIR": str(self._spark_conf())}
-        )
+        extra = {"FLINK_CONF_DIR": str(self.conf_dir)}
+        if self.spark_progress:
+            extra["SPARK_CONF_DIR"] = str(self._spark_conf())
+        return clean_env(extra)
 
     def _spark_conf(self) -> Path:
         """A ``SPARK_CONF_DIR`` whose log4j2.properties (the user's own, which wins over
         flinkish's) logs Spark's progress reports and query starts at INFO, as plain
-        ``spark-submit`` does: the benchmark reads both runs' figures from the same lines."""
+        ``spark-submit`` does: the benchmark reads both runs' figures from the same lines.
+        Only those two loggers: the rest of Spark's streaming INFO (a few lines per file per
+        batch) would make a long run's logs measure the benchmark's setting, not flinkish's."""
         directory = self.conf_dir / "spark-conf"
         directory.mkdir(exist_ok=True)
         (directory / "log4j2.properties").write_text(SPARK_PROGRESS_LOG4J2)

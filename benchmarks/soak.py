@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 import urllib.request
@@ -163,7 +164,7 @@ class Soak:
                 "spark.ui.enabled": "false",
             },
         )
-        self.cli = FlinkishCli(conf, ws.root)
+        self.cli = FlinkishCli(conf, ws.root, spark_progress=False)  # flinkish's logging
         self.result = SoakResult(params)
         self.truth: collections.Counter[str] = collections.Counter()
         self.seq = 0
@@ -433,6 +434,10 @@ def write_docs(text: str, path: Path = DOCS) -> None:
     path.write_text(keep_section(page, soak_section(text)))
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/soak", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=7200, help="seconds (default 7200)")
@@ -447,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
         "--docs", action="store_true", help="write the report into docs/benchmarks.md"
     )
     args = parser.parse_args(argv)
+    # a SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so that the job, its supervisor
+    # and flinkish web started here are stopped here, not left running
+    signal.signal(signal.SIGTERM, _interrupted)
     root = Path(args.dir)
     if root.exists():
         import shutil
@@ -457,7 +465,11 @@ def main(argv: list[str] | None = None) -> int:
         savepoint_every=args.savepoint_every, kill_every=args.kill_every,
         upgrade_every=args.upgrade_every, sample_every=args.sample_every,
     )  # fmt: skip
-    result = Soak(Workspace(root), params).run()
+    try:
+        result = Soak(Workspace(root), params).run()
+    except KeyboardInterrupt:
+        print("soak: interrupted; what it started is stopped.", file=sys.stderr)
+        return 130
     text = report(result)
     print(text)
     if args.docs:

@@ -1,11 +1,13 @@
 """Screenshots of flinkish web's dashboard for the README, taken in headless Chromium.
 
-    python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images]
+    python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images [tab ...]]
 
 Writes dashboard-jobs.png (the job list) and dashboard-job-<tab>.png for each tab of the
-job's page, 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's
-chromium and chromium-driver and the 'test' extra (selenium). The README's pictures come from
-a real job (Spark's rate source into a running count, with a savepoint taken).
+job's page (its job graph among them; given tabs, only those), 1366 pixels wide (a laptop's
+screen), as tall as the page. Needs Debian's chromium and chromium-driver and the 'test'
+extra (selenium). The README's pictures come from a real job (Spark's rate source into a
+running count, with a savepoint taken; the graph's from tests/fixtures/jobs/
+clicks_and_windows.py: a stream-stream join and a windowed count, with a 2 s trigger).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-TABS = ("overview", "checkpoints", "savepoints", "exceptions", "configuration")
+TABS = ("overview", "graph", "checkpoints", "savepoints", "exceptions", "configuration")
 
 
 def _shoot(driver: webdriver.Chrome, path: Path) -> None:
@@ -31,7 +33,7 @@ def _shoot(driver: webdriver.Chrome, path: Path) -> None:
     driver.set_window_size(1366, 860)
 
 
-def main(url: str, job_id: str, out: Path) -> None:
+def main(url: str, job_id: str, out: Path, tabs: tuple[str, ...] = TABS) -> None:
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1366,860"):
@@ -40,14 +42,19 @@ def main(url: str, job_id: str, out: Path) -> None:
     wait = WebDriverWait(driver, 30)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        driver.get(url + "/#/overview")
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, f"tr[data-jid='{job_id}']")))
-        _shoot(driver, out / "dashboard-jobs.png")
-        for tab in TABS:
+        if tabs == TABS:
+            driver.get(url + "/#/overview")
+            wait.until(
+                ec.presence_of_element_located((By.CSS_SELECTOR, f"tr[data-jid='{job_id}']"))
+            )
+            _shoot(driver, out / "dashboard-jobs.png")
+        for tab in tabs:
             driver.get(f"{url}/#/job/{job_id}/{tab}")
             wait.until(ec.text_to_be_present_in_element((By.ID, "refreshed"), "updated"))
             if tab == "overview":
                 wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".uplot")))
+            if tab == "graph":
+                wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg.graph")))
             time.sleep(0.5)  # let the charts paint; a picture, not a test
             _shoot(driver, out / f"dashboard-job-{tab}.png")
     finally:
@@ -58,4 +65,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     out = Path(sys.argv[3] if len(sys.argv) > 3 else "docs/images")
-    main(sys.argv[1].rstrip("/"), sys.argv[2], out)
+    main(sys.argv[1].rstrip("/"), sys.argv[2], out, tuple(sys.argv[4:]) or TABS)

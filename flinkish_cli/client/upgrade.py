@@ -121,6 +121,7 @@ class Upgrade:
             reason = self._wait_stable(new, launched)
             if reason is None:
                 outcome.result = Result.STABLE
+                self._discard_replaced(old.job_id)
                 return outcome
             outcome.reason = reason
             committed = self._committed_beyond(new.plan.job_id, baseline)
@@ -139,6 +140,22 @@ class Upgrade:
         finally:
             if rollback is not None:  # not running anywhere: its local copy goes
                 shutil.rmtree(rollback.directory, ignore_errors=True)
+
+    def _discard_replaced(self, job_id: str) -> None:
+        """Once the new job is stable, the replaced job's own checkpoints go: the new job
+        started from its savepoint (or a copy of them) and keeps its own, as the operator's
+        upgrade leaves only the new job's (a job that runs for months through many upgrades
+        never keeps one copy per version). Its status, savepoint history and logs stay."""
+        from flinkish_cli.runtime.checkpoint_rules import discard_checkpoints
+
+        status = self.registry.get(job_id)
+        if status is not None and status.effective_state().is_terminal:
+            gone = discard_checkpoints(self.registry.storage, self.registry.job_dir(job_id), status)
+            if gone:
+                self.presenter.notice(
+                    f"Deleted the checkpoints of the replaced job {job_id} (queries "
+                    f"{', '.join(sorted(gone))}): the new job keeps its own."
+                )
 
     def _take_state(self, old: JobStatus) -> str | None:
         """End the old job the mode's way; where the new program starts from."""

@@ -457,14 +457,17 @@ OPTIONS: tuple[Option, ...] = (
         "How long a file source keeps the compactions of its log (the list of every input "
         "file it has read, in the checkpoint's sources/) after a newer one replaced them. "
         "Each compaction holds every file ever read, so with Spark's 10 min a source keeps "
-        "10 min of compactions: a lower delay keeps fewer. Unset: Spark's default (10 min).",
+        "10 min of compactions (30 of them at a batch every 2 s): flinkish keeps 1 min.",
         MAPPED,
         spark=m.to("spark.sql.streaming.fileSource.log.cleanupDelay", m.spark_millis),
         spark_doc="`spark.sql.streaming.fileSource.log.cleanupDelay` (ms)",
-        note="Safe for exactly once: compactions older than the retained batches "
-        "(execution.checkpointing.num-retained) are the only ones deleted, and the newest "
-        "holds every entry of the older ones. A savepoint of a running query must copy its "
-        "checkpoint within this delay: keep it above the time a savepoint takes.",
+        default="1 min",
+        emit_default=True,
+        note="flinkish's default, not Spark's (10 min). Safe for exactly once: compactions "
+        "older than the retained batches (execution.checkpointing.num-retained) are the only "
+        "ones deleted, and the newest holds every entry of the older ones. A savepoint of a "
+        "running query copies the newest compaction, which must outlive the copy: keep the "
+        "delay above the time a savepoint takes.",
     ),
     Option(
         "flinkish.file-source.log.compact-interval",
@@ -484,14 +487,16 @@ OPTIONS: tuple[Option, ...] = (
         Duration(),
         C,
         "How long a file sink keeps the compactions of its log (<output>/_spark_metadata, "
-        "every file it has written) after a newer one replaced them. Unset: Spark's "
-        "default (10 min).",
+        "every file it has written) after a newer one replaced them; each holds every file "
+        "ever written, so Spark's 10 min keeps many: flinkish keeps 1 min.",
         MAPPED,
         spark=m.to("spark.sql.streaming.fileSink.log.cleanupDelay", m.spark_millis),
         spark_doc="`spark.sql.streaming.fileSink.log.cleanupDelay` (ms)",
-        note="Spark readers of the output directory read this log; a reader that finds a "
-        "compaction deleted under it moves to the newer one, so keep the delay above the "
-        "time between two compactions.",
+        default="1 min",
+        emit_default=True,
+        note="flinkish's default, not Spark's (10 min). Spark readers of the output directory "
+        "read this log; a reader that finds a compaction deleted under it moves to the newer "
+        "one, so keep the delay above the time between two compactions.",
     ),
     Option(
         "flinkish.file-sink.log.compact-interval",
@@ -595,9 +600,11 @@ OPTIONS: tuple[Option, ...] = (
         Str(),
         E,
         "Host that clients use to reach the cluster's REST endpoint (flinkish web, as "
-        "Flink's JobManager): target 'remote' asks it for its session cluster (run -m "
-        "host:port wins), and flinkish web answers requests addressed to this name "
-        "(besides its bind address, localhost and loopback; more in "
+        "Flink's JobManager): the job actions (list, cancel, stop, savepoint, checkpoint, "
+        "info <JobID>, logs) go through it when a flinkish web of the same registry answers "
+        "there, and read the registry in storage otherwise; target 'remote' asks it for its "
+        "session cluster (-m host:port wins over both), and flinkish web answers requests "
+        "addressed to this name (besides its bind address, localhost and loopback; more in "
         "flinkish.web.allowed-hosts). Started by scripts/start-cluster.sh --session.",
         RUNTIME,
     ),
@@ -861,9 +868,10 @@ OPTIONS: tuple[Option, ...] = (
         "flinkish.web.auth-token",
         Str(),
         MO,
-        "Bearer token flinkish web requires (Authorization: Bearer <token>; Flink's CLI "
-        "sends it with FLINK_REST_CLIENT_HEADERS). Give it as a secret reference "
-        "(${env:VAR} or ${file:path}), never on a command line. Required off loopback.",
+        "Bearer token flinkish web requires (Authorization: Bearer <token>), and that "
+        "flinkish's CLI sends to the endpoint it goes through (Flink's CLI sends it with "
+        "FLINK_REST_CLIENT_HEADERS). Give it as a secret reference (${env:VAR} or "
+        "${file:path}), never on a command line. Required off loopback.",
         RUNTIME,
     ),
     Option(
@@ -1224,6 +1232,25 @@ OPTIONS: tuple[Option, ...] = (
         RUNTIME,
         default_fn=_home("log"),
         default_doc="`~/.flinkish/log` (expanded to an absolute local path)",
+    ),
+    Option(
+        "flinkish.metrics.jvm.interval",
+        Duration(),
+        MO,
+        "How often a running job's driver measures the JVMs it runs on (its own: Flink's "
+        "JobManager; its executors': the TaskManagers) and their task slots, for /metrics "
+        "(flink_jobmanager_Status_JVM_*, flink_taskmanager_Status_JVM_*, taskSlotsTotal...). "
+        "0 turns it off.",
+        RUNTIME,
+        default="10 s",
+        check=Check(
+            lambda v: v.total_seconds() == 0 or v.total_seconds() >= 1,
+            "0 (off) or a duration of at least 1 s, e.g. 10 s",
+        ),
+        note="Flink reads these gauges in its own JVMs at each scrape and has no option for "
+        "them (metrics.system-resource-probing-interval is for the host's figures, which "
+        "flinkish does not report); flinkish's web server runs apart from the job, so the "
+        "driver records them at this interval and a scrape shows the last record.",
     ),
     Option(
         "heartbeat.interval",

@@ -9,7 +9,9 @@ beside its status (:mod:`flinkish_cli.registry.history`). Every write of a statu
 of the named transitions of :mod:`flinkish_cli.registry.status_writer` (submitted, the
 driver's heartbeat, the supervisor's, an upgrade's link). What each query's checkpoint takes
 on storage, part by part, and which parts grow with age, is :mod:`flinkish_cli.registry.footprint`
-(the driver measures it into the status).
+(the driver measures it into the status); the JVMs a job runs on (Flink's JobManager and
+TaskManagers) and their task slots, as its driver last measured them, are
+:mod:`flinkish_cli.registry.jvm` (``jvm.json``, beside the status).
 """
 
 from flinkish_cli.registry.jobid import new_job_id, parse_job_id

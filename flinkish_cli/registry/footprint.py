@@ -68,8 +68,8 @@ PARTS: dict[str, Part] = {
             "rewritten whole at each compaction (every fileSource.log.compactInterval batches), "
             "and keeps every compaction younger than its cleanup delay; maxFileAge does not "
             "shrink it (SPARK-29995)",
-            "set flinkish.file-source.log.cleanup-delay (e.g. 1 min) so that only the newest "
-            "compactions stay, and a larger flinkish.file-source.log.compact-interval so that "
+            "a lower flinkish.file-source.log.cleanup-delay (1 min unless set) keeps fewer "
+            "compactions, and a larger flinkish.file-source.log.compact-interval so that "
             "they are rewritten less often; the newest compaction still grows with every input "
             "file: to start it afresh, drain the input and start the job again without -s "
             "(a new checkpoint), or read from a source that keeps offsets (Kafka)",
@@ -83,7 +83,8 @@ PARTS: dict[str, Part] = {
             "rewritten whole at each compaction",
             "the sink's own option('retention', '7d') drops older files from the log (Spark "
             "readers of the output then no longer see them: a choice for the script); "
-            "flinkish.file-sink.log.cleanup-delay keeps fewer old compactions",
+            "a lower flinkish.file-sink.log.cleanup-delay (1 min unless set) keeps fewer old "
+            "compactions",
         ),
     )
 }

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.footprint import Footprint
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.names import is_query_name
@@ -178,6 +179,13 @@ class QueryStatus:
     #: What the query's checkpoint takes on storage, by part, as the driver last measured it
     #: (:mod:`flinkish_cli.registry.footprint`); None until then.
     footprint: Footprint | None = None
+    #: The query's processing-time trigger interval (ms), None when it has none (a batch as
+    #: soon as the last one ends, availableNow): what its task time is measured against
+    #: (:mod:`flinkish_cli.registry.task_time`).
+    trigger_ms: int | None = None
+    #: The latest batch's figures per node of the query's graph (its sources, stateful
+    #: operators and sink: :mod:`flinkish_cli.registry.batch_figures`); None until then.
+    figures: BatchFigures | None = None
 
     def record(self, progress: Progress) -> None:
         """Add a completed batch, keeping the last :data:`RECENT_PROGRESS`."""
@@ -321,7 +329,11 @@ class JobStatus:
         Raises :class:`ValueError` (naming the problem) for anything that is not a job status:
         not a JSON object, no valid JobID, a query name that is not a safe query identity.
         """
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> JobStatus:
+        """:meth:`from_json` of a document already parsed (the same checks)."""
         if not isinstance(data, dict):
             raise ValueError(f"it holds a JSON {type(data).__name__}, not a job status object")
         if not is_job_id(str(data.get("job_id", ""))):
@@ -347,6 +359,7 @@ class JobStatus:
                     "name": name,
                     "recent": [Progress(**_known(Progress, p)) for p in recent],
                     "footprint": Footprint.from_dict(q.get("footprint")),
+                    "figures": BatchFigures.from_dict(q.get("figures")),
                 }
             )
         fields = _known(cls, data)
@@ -378,6 +391,20 @@ class JobStatus:
             "upgraded_to": self.upgraded_to,
             "rolled_back": self.rolled_back,
         }
+
+
+def without_progress(data: dict[str, Any]) -> dict[str, Any]:
+    """A status document (``status.json`` parsed) without each query's recent progress: what
+    a job list needs of it (its lines and ``list --output json`` show none of the progress,
+    which is most of the document). :meth:`JobStatus.from_dict` reads it back."""
+    queries = data.get("queries")
+    if not isinstance(queries, dict):
+        return data
+    kept = {
+        name: {k: v for k, v in q.items() if k != "recent"} if isinstance(q, dict) else q
+        for name, q in queries.items()
+    }
+    return {**data, "queries": kept}
 
 
 def _shown(value: object) -> str:

@@ -166,16 +166,25 @@ def delete_owned_checkpoints(
     """execution.checkpointing.externalized-checkpoint-retention: delete the queries'
     checkpoints flinkish owns (the job's status stays, for ``list -a``); a checkpoint
     location the script chose is the script's, and stays."""
-    from flinkish_cli.storage import join
-
-    for name, entry in list(status.queries.items()):
-        if entry.checkpoint != join(plan.job_dir, name):
-            continue
-        with contextlib.suppress(Exception):
-            storage.delete_tree(entry.checkpoint)
+    discard_checkpoints(storage, plan.job_dir, status)
     log.info(
         "Deleted the checkpoints of job %s (%s, retention %s).",
         plan.job_id,
         state.value,
         rules.retention,
     )
+
+
+def discard_checkpoints(storage: Any, job_dir: str, status: JobStatus) -> list[str]:
+    """Delete the checkpoints flinkish owns of an ended job (``<job_dir>/<query>``), never a
+    location the script chose; the names of the queries whose checkpoint went."""
+    from flinkish_cli.storage import join
+
+    gone = []
+    for name, entry in list(status.queries.items()):
+        if entry.checkpoint != join(job_dir, name):
+            continue
+        with contextlib.suppress(Exception):
+            storage.delete_tree(entry.checkpoint)
+            gone.append(name)
+    return gone

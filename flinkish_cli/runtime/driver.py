@@ -157,6 +157,7 @@ def run_job(
         history_size(config),
         policy,
         config.get("flinkish.checkpoint.size.interval").total_seconds(),
+        config.get("flinkish.metrics.jvm.interval").total_seconds(),
     )
     runtime.status.connect_session = connect_session
     runtime.begin()

@@ -5,8 +5,9 @@
 - ``connect``: the program runs in a per-job client process of a session cluster, and
   pyspark's Spark Connect classes talk to the Connect server over gRPC.
 
-The runtime (hooks, job, restore) is written once against :class:`Flavour`; what differs
-between the two is only which classes to patch and a handful of operations below. pyspark's
+The runtime (hooks, job, restore, the job graph) is written once against :class:`Flavour`;
+what differs between the two is only which classes to patch and a handful of operations
+below. pyspark's
 Connect classes are imported only for the ``connect`` flavour (they need pandas, pyarrow and
 grpc, which a classic driver never loads).
 """
@@ -77,6 +78,21 @@ class Flavour:
             from flinkish_cli.runtime.session import pickle_job_modules_by_value
 
             pickle_job_modules_by_value()
+
+    # -- a running query ------------------------------------------------------------------
+    def explain(self, query: Any) -> str | None:
+        """Spark's physical plan of the query's last batch, as ``query.explain()`` prints it
+        (the same text in both flavours: classic through py4j, Spark Connect as a command
+        to the server); None while the query has planned no batch."""
+        if self.name == CONNECT:
+            from pyspark.sql.connect.proto import StreamingQueryCommand
+
+            command = StreamingQueryCommand()
+            command.explain.extended = False
+            text = str(query._execute_streaming_query_cmd(command).explain.result)
+        else:
+            text = str(query._jsq.explainInternal(False))
+        return None if text.startswith("No physical plan") else text
 
     # -- the session ---------------------------------------------------------------------
     def repartition(self, spark: Any, checkpoint: str, partitions: int) -> None:

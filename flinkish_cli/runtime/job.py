@@ -14,7 +14,11 @@ that do the work, each in a module of its own:
   :class:`~.periodic.PeriodicSavepoints`, on a thread of its own when configured);
 - :class:`~.attempts.Attempts`: the program's attempts and what their failures were;
 - :class:`~.footprints.FootprintWatch`: what each query's checkpoint takes on storage, on a
-  thread of its own (``flinkish.checkpoint.size.interval``).
+  thread of its own (``flinkish.checkpoint.size.interval``);
+- :class:`~.process_metrics.ProcessMetricsWatch`: the JVMs the job runs on and their task
+  slots, for ``/metrics``, on a thread of its own (``flinkish.metrics.jvm.interval``);
+- :class:`~.graphs.GraphRecorder`: each query's graph, recorded by the watcher thread when
+  the query starts a new run.
 
 The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the driver
 (:mod:`.driver`) decides about restarts. End states, as Flink's:
@@ -55,6 +59,7 @@ from flinkish_cli.runtime.flavour import Flavour
 from flinkish_cli.runtime.footprints import FootprintWatch
 from flinkish_cli.runtime.jvm_watch import JvmWatch
 from flinkish_cli.runtime.periodic import PeriodicSavepoints, SavepointPolicy
+from flinkish_cli.runtime.process_metrics import ProcessMetricsWatch, probe_for
 from flinkish_cli.runtime.queries import JobQueries, stop_between_batches
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST
 from flinkish_cli.runtime.restoring import JobRestorer
@@ -81,9 +86,11 @@ class JobRuntime:
         history_size: int = 16,
         policy: SavepointPolicy | None = None,
         footprint_interval: float = 0.0,
+        jvm_interval: float = 0.0,
     ) -> None:
         self.plan = plan
         self.footprint_interval = footprint_interval  # flinkish.checkpoint.size.interval
+        self.jvm_interval = jvm_interval  # flinkish.metrics.jvm.interval
         self.policy = policy  # periodic savepoints and retention
         self.history_size = history_size  # web.exception-history-size
         self.flavour = flavour
@@ -159,6 +166,10 @@ class JobRuntime:
                 self.plan.job_id,
             )
             threads.append((lambda: watch.run(self._done), "flinkish-checkpoint-size"))
+        if self.jvm_interval > 0:
+            probe = probe_for(self.flavour, self.plan.master, lambda: self.spark)
+            jvms = ProcessMetricsWatch(self.registry, self.plan.job_id, probe, self.jvm_interval)
+            threads.append((lambda: jvms.run(self._done), "flinkish-jvm-metrics"))
         for target, name in threads:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -200,6 +211,7 @@ class JobRuntime:
                 self.rule_watcher.watch(self.queries.handles, self.queries.last_batch)
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
+            self.queries.graphs.record_pending(dict(self.queries.handles))
 
     def spark_lost(self, confirm: bool = False) -> bool:
         """Spark's JVM is gone (see :class:`~.jvm_watch.JvmWatch`)."""
@@ -343,6 +355,8 @@ class JobRuntime:
             except Exception as stop_error:
                 log.warning("Stopping query '%s': %s", name, stop_error)
         self.queries.reconcile()
+        if not self.spark_lost():
+            self.queries.graphs.record_pending(dict(self.queries.handles))  # a short job's
         with self.keeper.lock:
             for entry in self.status.queries.values():
                 entry.active = False

@@ -5,8 +5,11 @@ Spark's listener.
 as the program starts its queries (each gets its checkpoint, restored first when the job
 resumes, and its trigger) and the receiver of Spark's query events
 (:class:`~flinkish_cli.runtime.listener.StatusListener`): each completed micro-batch goes
-into the job's status. It also knows every query of the session still running, and clears
-what an attempt of the program left behind before the next one.
+into the job's status (its figures, and the latest batch's figures per node of the query's
+graph), and the first batch of each run of a query to the job's graph
+(:class:`~flinkish_cli.runtime.graphs.GraphRecorder`). It also knows every query of the
+session still running, and clears what an attempt of the program left behind before the
+next one.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import time
 from typing import Any
 
 from flinkish_cli.plan.job import JobPlan
+from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.status import JobState, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
 from flinkish_cli.runtime.flavour import CONNECT, Flavour
+from flinkish_cli.runtime.graphs import GraphRecorder
 from flinkish_cli.runtime.identity import QueryIdentity
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
@@ -66,6 +71,7 @@ class JobQueries:
         #: identity -> (storage, checkpoint, file sink (storage, output) or None): what the
         #: driver measures (:mod:`~flinkish_cli.runtime.footprints`)
         self._footprints: dict[str, Any] = {}
+        self.graphs = GraphRecorder(registry, plan.job_id, flavour, self.checkpoint_storage)
 
     @property
     def _entries(self) -> dict[str, QueryStatus]:
@@ -100,7 +106,7 @@ class JobQueries:
         self._footprints[query.identity] = (target, checkpoint, self._sink_of(sink_path))
         if owner == "flinkish":
             hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
-        self._set_trigger(writer, query)
+        trigger_ms = self._set_trigger(writer, query)
         if query.generated:
             log.info(
                 "Streaming query #%s has no name: its identity is '%s' (%s), generated from "
@@ -122,6 +128,7 @@ class JobQueries:
                 last_committed_batch=before.last_committed_batch if before else None,
                 first_batch=before.first_batch if before else None,
                 footprint=before.footprint if before else None,
+                trigger_ms=trigger_ms,
             )
             self.identities[query.identity] = query
 
@@ -144,13 +151,20 @@ class JobQueries:
         except Exception:  # a scheme flinkish cannot list: the checkpoint is still measured
             return None
 
+    def checkpoint_storage(self, identity: str) -> tuple[Any, str] | None:
+        """The storage and directory of a query's checkpoint, once it has started."""
+        with self.keeper.lock:
+            found = self._footprints.get(identity)
+        return (found[0], found[1]) if found else None
+
     def footprint_targets(self) -> dict[str, Any]:
         """What to measure of each query of this attempt (see ``_footprints``)."""
         with self.keeper.lock:
             return {n: t for n, t in self._footprints.items() if n in self.handles}
 
-    def _set_trigger(self, writer: Any, query: QueryIdentity) -> None:
-        """BATCH mode: availableNow; else the job's interval unless the script set one."""
+    def _set_trigger(self, writer: Any, query: QueryIdentity) -> int | None:
+        """BATCH mode: availableNow; else the job's interval unless the script set one.
+        Returns the query's processing-time interval in ms (None when it has none)."""
         script_trigger = getattr(writer, "_flinkish_trigger", None)
         if self.plan.runtime_mode == "BATCH":
             if script_trigger and not script_trigger.get("availableNow"):
@@ -160,12 +174,15 @@ class JobQueries:
                     script_trigger,
                 )
             hooks.set_writer_trigger(self.flavour, writer, availableNow=True)
-        elif not script_trigger:
-            interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
-            if interval_ms:
-                hooks.set_writer_trigger(
-                    self.flavour, writer, processingTime=f"{interval_ms} milliseconds"
-                )
+            return None
+        if script_trigger:
+            return _interval_ms(script_trigger.get("processingTime"))
+        interval_ms = max(self.plan.trigger_interval_ms or 0, self.rules.min_pause_ms)
+        if interval_ms:
+            hooks.set_writer_trigger(
+                self.flavour, writer, processingTime=f"{interval_ms} milliseconds"
+            )
+        return interval_ms or None
 
     def _checkpoint_of(self, writer: Any, query: QueryIdentity, spark: Any) -> tuple[str, str]:
         """The query's checkpoint and who owns it: the script's own, as Spark would use it,
@@ -250,6 +267,8 @@ class JobQueries:
                 return
             done = Progress.from_spark(progress)
             entry.record(done)
+            entry.figures = BatchFigures.from_spark(progress)
+        self.graphs.progressed(str(name), progress)
         log.info("%s", done.line(str(name)))  # one line a batch (Spark's own is at INFO, off)
         self.has_run = True
         self.keeper.changed()
@@ -287,9 +306,10 @@ class JobQueries:
                 entry = self._entries[name]
                 last = entry.last_committed_batch if entry.last_committed_batch is not None else -1
                 for progress in recent:
-                    document = progress if isinstance(progress, dict) else json.loads(progress.json)
+                    document = _document(progress)
                     if int(document.get("batchId", -1)) > last:
                         entry.record(Progress.from_spark(document))
+                        entry.figures = BatchFigures.from_spark(document)
                         last = entry.last_committed_batch or last
 
     # -- what the job asks of its queries ------------------------------------------------
@@ -354,6 +374,12 @@ class JobQueries:
                 log.warning("Stopping query '%s': %s", name, error)
 
 
+def _document(progress: Any) -> dict[str, Any]:
+    """A progress report as Spark's JSON document (pyspark's objects hold UUIDs)."""
+    text = getattr(progress, "json", None)
+    return json.loads(text) if isinstance(text, str) else dict(progress)
+
+
 def is_active(query: Any) -> bool:
     """Whether the query runs (False when the session or the JVM is going away)."""
     try:
@@ -376,3 +402,16 @@ def stop_between_batches(query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT) -> 
             break
         time.sleep(0.02)
     query.stop()
+
+
+def _interval_ms(text: Any) -> int | None:
+    """A script's ``trigger(processingTime='5 seconds')`` in ms; None for another trigger or
+    an interval written in a form only Spark reads."""
+    from flinkish_cli.config.units import ValueProblem, parse_duration
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return int(parse_duration(text.strip().removeprefix("interval ")).total_seconds() * 1000)
+    except ValueProblem:
+        return None

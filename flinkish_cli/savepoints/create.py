@@ -134,6 +134,7 @@ def snapshot_query(
     files: list[str] = []
     operators: dict[int, set[str]] = {}
     partitions: dict[int, set[str]] = {}
+    source_logs: dict[str, list[str]] = {}
     for info in storage.walk(directory):
         relative = _relative(directory, info.path)
         parts = relative.split("/")
@@ -147,9 +148,8 @@ def snapshot_query(
             if layout.batch_files([parts[-1]], last + 1):
                 files.append(relative)
         elif top == "sources":
-            # a source numbers its own log, which can run ahead of the batches after a crash:
-            # keep all of it, as Spark sees it when it restarts in place
-            files.append(relative)
+            # chosen per source below: its newest compaction and all after it (layout)
+            source_logs.setdefault("/".join(parts[:-1]), []).append(parts[-1])
         elif top == "commits":
             if layout.batch_files([parts[-1]], last):
                 files.append(relative)
@@ -164,6 +164,8 @@ def snapshot_query(
                     operators[int(parts[1])].add(store)
         else:
             files.append(relative)
+    for log_dir, names in source_logs.items():
+        files.extend(f"{log_dir}/{name}" for name in layout.source_log_needed(names))
     metadata_id = None
     if "metadata" in files:
         try:

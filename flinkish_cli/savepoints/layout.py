@@ -16,9 +16,12 @@ which is what makes a savepoint of a running query consistent: it takes exactly 
 the last committed batch C (commits up to C, state versions up to C + 1), and ignores the state
 a running batch C + 1 is writing. It keeps the offsets of the planned batch C + 1 when they
 exist: Spark then replays exactly that batch on resume, as it does after a crash, so a sink
-that already committed it (Spark's file sink) skips the same rows it holds. Source logs are
-kept whole: a source numbers its log itself, and after a crash it can run ahead of the batch
-ids, so a batch's offsets may point at an entry numbered higher than the batch.
+that already committed it (Spark's file sink) skips the same rows it holds. Of a source's
+log it keeps the newest compaction (``<N>.compact``: a file source's list of every file it
+has read, up to batch N) and every entry after it, whatever their numbers: a source numbers
+its log itself, and after a crash it can run ahead of the batch ids, so a batch's offsets may
+point at an entry numbered higher than the batch. Spark reads an older batch's entries from
+the newest compaction, so older compactions (kept by Spark for its cleanup delay) are left out.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from flinkish_cli.errors import SavepointError
 #: State files carry their version first: "12.delta", "12.zip", "12_<uuid>.zip", ...
 _VERSIONED_STATE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
 _BATCH_FILE = re.compile(r"^(\d+)(?:\.compact)?$")
+_COMPACTION = re.compile(r"^(\d+)\.compact$")
 _VERSION = re.compile(r"^v\d+$")
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -61,6 +65,27 @@ def batch_files(listing: list[str], last: int) -> list[str]:
         match = _BATCH_FILE.match(base_name(name))
         if match and int(match.group(1)) <= last:
             kept.append(name)
+    return kept
+
+
+def source_log_needed(names: list[str]) -> set[str]:
+    """Of the names in one source's log directory (``sources/<i>/``), those a resumed query
+    needs: the newest compaction and every file numbered after it, checksums with their
+    files. A log without compactions (a Kafka or rate source's, a young file source's) is
+    kept whole, and so is any name that is not a log entry."""
+    compactions = [
+        int(match.group(1))
+        for match in (_COMPACTION.match(base_name(name)) for name in names)
+        if match
+    ]
+    if not compactions:
+        return set(names)
+    newest = max(compactions)
+    kept = set()
+    for name in names:
+        match = _BATCH_FILE.match(base_name(name))
+        if match is None or int(match.group(1)) > newest or base_name(name) == f"{newest}.compact":
+            kept.add(name)
     return kept
 
 

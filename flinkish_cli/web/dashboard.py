@@ -3,16 +3,23 @@ own that it reads beside Flink's REST API (under ``/flinkish/``, so they never s
 of Flink's).
 
 - ``GET /`` the page (one HTML file; the views are ``#/overview`` and ``#/job/<JobID>``, as
-  in Flink's Web UI), ``GET /assets/<file>`` its script, style and the vendored charting
-  library (uPlot, MIT, its licence beside it). No asset comes from a CDN: it works offline.
-  The page and assets hold no job data, so they are served without the token; every document
-  the page then reads needs it, which the page asks for when the endpoint answers 401.
+  in Flink's Web UI), ``GET /assets/<file>`` its scripts, style and the vendored charting
+  and graph-layout libraries (uPlot and dagre, both MIT, their licences beside them). No
+  asset comes from a CDN: it works offline. The page and assets hold no job data, so they
+  are served without the token; every document the page then reads needs it, which the page
+  asks for when the endpoint answers 401.
 - ``GET /flinkish/cluster`` the session cluster this endpoint fronts (its Connect address),
-  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`).
+  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`), and
+  the registry it serves, which every other command of the CLI checks first
+  (:mod:`flinkish_cli.client.connect`).
 - ``GET /flinkish/jobs`` a row per job for the job list: state, uptime, last checkpoint, its
   rates, last savepoint.
 - ``GET /flinkish/jobs/:jobid/series`` the job's figures over time, for the charts
   (:mod:`flinkish_cli.registry.series`, with the newest batches of its status).
+- ``GET /flinkish/jobs/:jobid/plan`` the job graph with each node's latest figures
+  (:func:`flinkish_cli.registry.graph_view.job_view`; each query's is what
+  ``flinkish info <JobID> --output json`` shows under its ``graph``), drawn in the Graph tab
+  with the vendored graph-layout library (dagre, MIT, its licence beside it).
 - ``GET /flinkish/jobs/:jobid/savepoints`` its savepoint history (and its lineage's, across
   upgrades), newest first.
 - ``GET /flinkish/jobs/:jobid/checkpoint-size`` what each query's checkpoint takes on
@@ -37,7 +44,8 @@ from flinkish_cli.registry.footprint import job_summary
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
-from flinkish_cli.submission.endpoint import SESSION_KEY
+from flinkish_cli.registry.store import RegistryIdentity
+from flinkish_cli.submission.endpoint import REGISTRY_KEY, SESSION_KEY, VERSION_KEY
 from flinkish_cli.web.flink_json import job_overview
 
 ASSETS = Path(__file__).with_name("assets")
@@ -46,9 +54,16 @@ PUBLIC_PATHS = ("/", "/index.html")
 PUBLIC_PREFIX = "/assets/"
 
 
-def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
-    """``GET /flinkish/cluster``."""
-    return {SESSION_KEY: session_cluster, "flinkish-version": version}
+def cluster(
+    session_cluster: str | None, version: str, registry: RegistryIdentity
+) -> dict[str, Any]:
+    """``GET /flinkish/cluster``: the session cluster, the version, and the registry served
+    (its location and id: no secret)."""
+    return {
+        SESSION_KEY: session_cluster,
+        VERSION_KEY: version,
+        REGISTRY_KEY: {"location": registry.location, "id": registry.id},
+    }
 
 
 def job_row(

@@ -7,10 +7,15 @@ How flinkish maps onto Flink's model:
 - a job is a job (same JobID, name and states); each of its streaming queries is a *vertex*
   (a task of parallelism ``parallelism.default``), with a stable id derived from the JobID and
   the query's name;
+- the job's *plan* is its graph: a node per operator of each query (sources, watermarks,
+  stateful operators, joins, the sink), the exchanges between them its inputs' ship
+  strategies (:func:`plan`); a node names its query's vertex (``job_vertex_id``);
 - a committed micro-batch is a completed *checkpoint* (its id the batch id, its duration the
   batch's, its size the bytes of the query's state, with the state rows and the sources' lag
   beside); the history lists each query's recent batches, newest first;
-- the job's failures (its exception history) are Flink's exception history entries.
+- the job's failures (its exception history) are Flink's exception history entries;
+- a job's Spark driver is its JobManager (as in Flink's application mode) and the executors
+  that run its tasks are its TaskManagers, with Spark's task slots (:class:`JobCluster`).
 
 Every function takes plain data and returns plain JSON-ready dicts: nothing here reads the
 registry or knows HTTP.
@@ -19,13 +24,17 @@ registry or knows HTTP.
 from __future__ import annotations
 
 import hashlib
+import html
 import statistics
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from flinkish_cli.config.secrets import REDACTED, is_secret
+from flinkish_cli.registry.graph import JobGraph, node_id
 from flinkish_cli.registry.history import SavepointRecord
+from flinkish_cli.registry.jvm import JvmRecord
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, parse_timestamp
 
 #: Flink's job states (JobStatus), in the order Flink's ``timestamps`` lists them.
@@ -115,10 +124,14 @@ def job_overview(status: JobStatus, now: float | None = None) -> dict[str, Any]:
 
 
 def job_details(
-    status: JobStatus, now: float | None = None, last_savepoint: SavepointRecord | None = None
+    status: JobStatus,
+    now: float | None = None,
+    last_savepoint: SavepointRecord | None = None,
+    graph: JobGraph | None = None,
 ) -> dict[str, Any]:
-    """``GET /jobs/:jobid`` (Flink's JobDetailsInfo): one vertex per query; with flinkish's
-    own fields beside, ``last-savepoint`` (the history's newest completed) among them."""
+    """``GET /jobs/:jobid`` (Flink's JobDetailsInfo): one vertex per query, the job's
+    :func:`plan`; with flinkish's own fields beside, ``last-savepoint`` (the history's newest
+    completed) among them."""
     now = time.time() if now is None else now
     state = status.effective_state(now)
     parallelism = int(status.parallelism or 1)
@@ -175,23 +188,7 @@ def job_details(
         "timestamps": timestamps,
         "vertices": vertices,
         "status-counts": _task_counts(status, state),
-        "plan": {
-            "jid": status.job_id,
-            "name": status.name,
-            "type": "BATCH" if status.mode == "BATCH" else "STREAMING",
-            "nodes": [
-                {
-                    "id": vertex_id(status.job_id, name),
-                    "parallelism": parallelism,
-                    "operator": "",
-                    "operator_strategy": "",
-                    "description": name,
-                    "optimizer_properties": "",
-                    "inputs": [],
-                }
-                for name in status.queries
-            ],
-        },
+        "plan": plan(status, graph),
         "pending-operators": 0,
         # flinkish's own, which Flink's clients ignore
         "restored-from": status.restored_from,
@@ -203,22 +200,115 @@ def job_details(
     }
 
 
+def plan(status: JobStatus, graph: JobGraph | None = None) -> dict[str, Any]:
+    """Flink's JSON plan (``GET /jobs/:jobid/plan``, and ``plan`` in ``GET /jobs/:jobid``):
+    a node per operator of each query's graph (:mod:`flinkish_cli.registry.graph`), its
+    inputs the edges into it with their ship strategy (``HASH`` for Spark's hash exchange,
+    ``FORWARD`` without one...). Its ``parallelism`` is a stateful operator's state partitions,
+    or the job's parallelism; ``operator`` is what a user calls it, ``operator_strategy``
+    Spark's physical operator, ``description`` (HTML, as Flink's) both with its details.
+    Beside Flink's fields, each node names its query's vertex (``job_vertex_id``, as Flink 2's
+    stream graph does). A query whose graph is not recorded yet is one node, its vertex."""
+    parallelism = int(status.parallelism or 1)
+    graphs = graph.queries if graph else {}
+    nodes: list[dict[str, Any]] = []
+    for name in status.queries:
+        vertex = vertex_id(status.job_id, name)
+        query = graphs.get(name)
+        if query is None or not query.nodes:
+            nodes.append(_plan_node(vertex, parallelism, name, "", html.escape(name), [], vertex))
+            continue
+        ids = {node.key: node_id(status.job_id, name, node.key) for node in query.nodes}
+        for node in query.nodes:
+            inputs = [
+                {
+                    "num": number,
+                    "id": ids[edge.source],
+                    "ship_strategy": edge.ship_strategy,
+                    "exchange": "pipelined_bounded",
+                }
+                for number, edge in enumerate(e for e in query.edges if e.target == node.key)
+            ]
+            described = f"{name}: {node.label}"
+            if node.description:
+                described += f"\n{node.description}"
+            nodes.append(
+                _plan_node(
+                    ids[node.key],
+                    node.partitions or parallelism,
+                    node.label,
+                    node.operator,
+                    html.escape(described).replace("\n", "<br/>"),
+                    inputs,
+                    vertex,
+                )
+            )
+    return {
+        "jid": status.job_id,
+        "name": status.name,
+        "type": "BATCH" if status.mode == "BATCH" else "STREAMING",
+        "nodes": nodes,
+    }
+
+
+def _plan_node(
+    node: str,
+    parallelism: int,
+    operator: str,
+    strategy: str,
+    description: str,
+    inputs: list[dict[str, Any]],
+    vertex: str,
+) -> dict[str, Any]:
+    return {
+        "id": node,
+        "parallelism": parallelism,
+        "operator": operator,
+        "operator_strategy": strategy,
+        "description": description,
+        "inputs": inputs,
+        "optimizer_properties": "{}",
+        "job_vertex_id": vertex,
+    }
+
+
 def job_ids(statuses: list[JobStatus], now: float | None = None) -> dict[str, Any]:
     """``GET /jobs``."""
     return {"jobs": [{"id": s.job_id, "status": s.effective_state(now).value} for s in statuses]}
 
 
-def cluster_overview(statuses: list[JobStatus], version: str) -> dict[str, Any]:
-    """``GET /overview`` (Flink's ClusterOverview): flinkish has no TaskManagers; each
-    running job's driver counts as one, with one slot per query."""
+@dataclass(frozen=True)
+class JobCluster:
+    """What one job that is not over runs on, in Flink's cluster terms: its TaskManagers
+    (Spark's executors that run tasks; local mode's one is the driver), their task slots and
+    the slots running no task now. Without a record of its JVMs (``flinkish.metrics.jvm
+    .interval`` 0, a session cluster without its UI) the job's driver counts as one
+    TaskManager with one slot per query, none free."""
+
+    taskmanagers: int
+    slots: int
+    available: int
+
+    @classmethod
+    def of(cls, status: JobStatus, record: JvmRecord | None) -> JobCluster:
+        if record is None:
+            return cls(1, len(status.queries), 0)
+        return cls(len(record.taskmanagers), record.slots_total, record.slots_available)
+
+
+def cluster_overview(
+    statuses: list[JobStatus], version: str, jvms: dict[str, JvmRecord] | None = None
+) -> dict[str, Any]:
+    """``GET /overview`` (Flink's ClusterOverview): the jobs that are not over, each on the
+    cluster :class:`JobCluster` says (``jvms``: the jobs' records of their JVMs)."""
     now = time.time()
     states = [s.effective_state(now) for s in statuses]
     running = [s for s, state in zip(statuses, states, strict=True) if not state.is_terminal]
-    slots = sum(len(s.queries) for s in running)
+    clusters = [JobCluster.of(s, (jvms or {}).get(s.job_id)) for s in running]
     return {
-        "taskmanagers": len(running),
-        "slots-total": slots,
-        "slots-available": 0,
+        "taskmanagers": sum(c.taskmanagers for c in clusters),
+        "slots-total": sum(c.slots for c in clusters),
+        "slots-available": sum(c.available for c in clusters),
         "jobs-running": len(running),
         "jobs-finished": states.count(JobState.FINISHED),
         "jobs-cancelled": states.count(JobState.CANCELED),

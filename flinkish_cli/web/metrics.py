@@ -9,9 +9,24 @@ a query's (Flink's task scope):
   ``..._lastCheckpointSize`` (bytes of the queries' state),
   ``..._numberOfCompletedCheckpoints``, ``..._numberOfFailedCheckpoints``,
   ``..._lastCheckpointRestoreTimestamp``;
-- ``flink_taskmanager_job_task_numRecordsInPerSecond`` and
-  ``flink_taskmanager_job_task_numRecordsOutPerSecond`` per query (Spark's input and
-  processing rates), ``flink_taskmanager_job_task_operator_currentInputWatermark`` (ms);
+- per query, Flink's task scope (labels ``task_id``, the REST API's vertex id, and
+  ``task_name``, the query's name, beside ``query``):
+  ``flink_taskmanager_job_task_numRecordsInPerSecond`` and ``..._numRecordsOutPerSecond``
+  (Spark's input and processing rates), ``..._operator_currentInputWatermark`` (ms), and
+  while the query runs ``..._busyTimeMsPerSecond``, ``..._backPressuredTimeMsPerSecond``
+  and ``..._idleTimeMsPerSecond`` over its recent micro-batches and its trigger interval
+  (:mod:`flinkish_cli.registry.task_time` says what each means in Spark's terms);
+- per job that is not over, its JobManager as Flink's application mode has one per job
+  (labels ``host`` and the job's): ``flink_jobmanager_numRunningJobs`` (1),
+  ``..._numRegisteredTaskManagers``, ``..._taskSlotsTotal`` and ``..._taskSlotsAvailable``
+  (:class:`~flinkish_cli.web.flink_json.JobCluster`, as ``/overview`` counts them), and from
+  the job's record of its JVMs (:mod:`flinkish_cli.registry.jvm`) Flink's process gauges:
+  ``flink_jobmanager_Status_JVM_*`` for the driver and ``flink_taskmanager_Status_JVM_*``
+  (label ``tm_id``, Spark's executor id) for each executor that runs tasks:
+  ``Memory_Heap_Used``/``_Committed``/``_Max``, ``Memory_NonHeap_*``, ``Threads_Count``,
+  ``CPU_Load``, ``CPU_Time`` and ``GarbageCollector_<collector>_Count``/``_Time``/
+  ``_TimeMsPerSecond``, the collector's name written as Flink's reporter writes it
+  (``G1_Young_Generation``), and ``All`` for every collector together;
 - Spark's progress figures otherwise: ``flinkish_query_batch_duration_ms``,
   ``flinkish_query_last_batch``, ``flinkish_query_state_rows``, ``flinkish_query_input_rows``,
   ``flinkish_query_records_lag_max`` (where the source reports it, as Kafka's does),
@@ -32,6 +47,7 @@ and ``flinkish_registry_up 0``.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -44,13 +60,21 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from flinkish_cli.registry.footprint import grows
+from flinkish_cli.registry.jvm import JvmRecord, Process
 from flinkish_cli.registry.status import JobState, JobStatus, parse_timestamp
+from flinkish_cli.registry.task_time import task_time
+from flinkish_cli.web.flink_json import JobCluster, vertex_id
 
 log = logging.getLogger("flinkish.web")
 
 JOB = ("job_id", "job_name")
 QUERY = ("job_id", "job_name", "query")
+#: Flink's task scope: the query is the task (``task_name``; ``task_id`` the REST API's vertex id)
+TASK = (*QUERY, "task_id", "task_name")
 PART = (*QUERY, "part", "grows")
+#: Flink's JobManager and TaskManager scopes, with the job each belongs to
+JM = ("host", *JOB)
+TM = ("host", "tm_id", *JOB)
 
 
 _J, _T = "flink_jobmanager_job_", "flink_taskmanager_job_task_"
@@ -65,9 +89,26 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("failed", _J + "numberOfFailedCheckpoints", "Failed checkpoints.", JOB),
     ("restore", _J + "lastCheckpointRestoreTimestamp", "When the job restored (ms).", JOB),
     ("state", "flinkish_job_state", "1 for the job's current state.", (*JOB, "state")),
-    ("in_rate", _T + "numRecordsInPerSecond", "Input rows per second.", QUERY),
-    ("out_rate", _T + "numRecordsOutPerSecond", "Rows processed per second.", QUERY),
-    ("watermark", _T + "operator_currentInputWatermark", "Event-time watermark (ms).", QUERY),
+    ("in_rate", _T + "numRecordsInPerSecond", "Input rows per second.", TASK),
+    ("out_rate", _T + "numRecordsOutPerSecond", "Rows processed per second.", TASK),
+    ("watermark", _T + "operator_currentInputWatermark", "Event-time watermark (ms).", TASK),
+    ("busy", _T + "busyTimeMsPerSecond", "Ms per second running micro-batches.", TASK),
+    (
+        "pressured",
+        _T + "backPressuredTimeMsPerSecond",
+        "Ms per second micro-batches overran the trigger interval.",
+        TASK,
+    ),
+    ("idle", _T + "idleTimeMsPerSecond", "Ms per second waiting for the next trigger.", TASK),
+    ("running_jobs", "flink_jobmanager_numRunningJobs", "Jobs not over (1: this one).", JM),
+    (
+        "managers",
+        "flink_jobmanager_numRegisteredTaskManagers",
+        "Executors that run tasks (local mode: 1, the driver).",
+        JM,
+    ),
+    ("slots", "flink_jobmanager_taskSlotsTotal", "Spark's task slots of the executors.", JM),
+    ("free", "flink_jobmanager_taskSlotsAvailable", "Task slots running no task now.", JM),
     ("batch_ms", "flinkish_query_batch_duration_ms", "Last micro-batch's duration (ms).", QUERY),
     ("batch", "flinkish_query_last_batch", "The last committed micro-batch.", QUERY),
     ("state_rows", "flinkish_query_state_rows", "The query's state rows.", QUERY),
@@ -101,19 +142,40 @@ class RegistryCollector:
             return
         up.add_metric([], 1)
         yield up
-        yield from job_metrics(jobs, time.time())
+        try:
+            jvms = self.client.jvm_records(jobs)
+        except Exception as error:  # the jobs' figures still go out
+            log.warning("The jobs' JVM figures could not be read for /metrics: %s", error)
+            jvms = {}
+        yield from job_metrics(jobs, time.time(), jvms)
 
 
 def _gauge(name: str, documentation: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, labels=list(labels))
 
 
-def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
-    """Every job's metrics (see the module's docstring)."""
+def job_metrics(
+    jobs: list[JobStatus], now: float, jvms: dict[str, JvmRecord] | None = None
+) -> Iterator[Metric]:
+    """Every job's metrics (see the module's docstring); ``jvms``: the JVMs of the jobs
+    that have a record (:meth:`~flinkish_cli.client.jobs.JobClient.jvm_records`)."""
     g = {key: _gauge(name, doc, labels) for key, name, doc, labels in METRICS}
+    processes = ProcessFamilies()
     for status in jobs:
         state = status.effective_state(now)
         labels = [status.job_id, status.name]
+        if not state.is_terminal:  # its JobManager, as Flink's application mode has one a job
+            record = (jvms or {}).get(status.job_id)
+            jm = [record.jobmanager.host if record else status.host or "", *labels]
+            g["running_jobs"].add_metric(jm, 1)
+            cluster = JobCluster.of(status, record)
+            g["managers"].add_metric(jm, cluster.taskmanagers)
+            g["slots"].add_metric(jm, cluster.slots)
+            g["free"].add_metric(jm, cluster.available)
+            if record is not None:
+                processes.add(JOBMANAGER, jm, record.jobmanager)
+                for tm in record.taskmanagers:
+                    processes.add(TASKMANAGER, [tm.host, tm.id, *labels], tm)
         running = state is JobState.RUNNING
         g["uptime"].add_metric(labels, (now - status.start_time) * 1000 if running else 0)
         troubled = state in (JobState.RESTARTING, JobState.FAILING)
@@ -130,10 +192,11 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
         g["restore"].add_metric(labels, status.start_time * 1000 if status.restored_from else -1)
         for name, last in latest.items():
             qlabels = [*labels, name]
-            g["in_rate"].add_metric(qlabels, last.input_rows_per_second)
-            g["out_rate"].add_metric(qlabels, last.processed_rows_per_second)
+            tlabels = [*qlabels, vertex_id(status.job_id, name), name]
+            g["in_rate"].add_metric(tlabels, last.input_rows_per_second)
+            g["out_rate"].add_metric(tlabels, last.processed_rows_per_second)
             if last.watermark:
-                g["watermark"].add_metric(qlabels, parse_timestamp(last.watermark))
+                g["watermark"].add_metric(tlabels, parse_timestamp(last.watermark))
             g["batch_ms"].add_metric(qlabels, last.duration_ms)
             g["batch"].add_metric(qlabels, last.batch_id)
             g["state_rows"].add_metric(qlabels, last.state_rows)
@@ -141,6 +204,12 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
             if last.lag is not None:
                 g["lag"].add_metric(qlabels, last.lag)
         for name, query in status.queries.items():
+            if query.active and not state.is_terminal:
+                spent = task_time(query.recent, query.trigger_ms, query.idle)
+                tlabels = [*labels, name, vertex_id(status.job_id, name), name]
+                g["busy"].add_metric(tlabels, spent.busy)
+                g["pressured"].add_metric(tlabels, spent.backpressured)
+                g["idle"].add_metric(tlabels, spent.idle)
             if query.footprint is None:
                 continue
             qlabels = [*labels, name]
@@ -150,6 +219,65 @@ def job_metrics(jobs: list[JobStatus], now: float) -> Iterator[Metric]:
                 g["cp_bytes"].add_metric(plabels, size.bytes)
                 g["cp_files"].add_metric(plabels, size.files)
     yield from g.values()
+    yield from processes.families()
+
+
+JOBMANAGER, TASKMANAGER = "flink_jobmanager_Status_JVM_", "flink_taskmanager_Status_JVM_"
+#: (attribute of a Process, Flink's name after Status.JVM., help): memory, threads and CPU
+PROCESS_GAUGES = (
+    ("heap_used", "Memory_Heap_Used", "Heap memory used (bytes)."),
+    ("heap_committed", "Memory_Heap_Committed", "Heap memory committed (bytes)."),
+    ("heap_max", "Memory_Heap_Max", "Heap memory the JVM may use (bytes)."),
+    ("nonheap_used", "Memory_NonHeap_Used", "Non-heap memory used (bytes)."),
+    ("nonheap_committed", "Memory_NonHeap_Committed", "Non-heap memory committed (bytes)."),
+    ("nonheap_max", "Memory_NonHeap_Max", "Non-heap memory the JVM may use (bytes)."),
+    ("threads", "Threads_Count", "Live threads."),
+    ("cpu_load", "CPU_Load", "Recent CPU use of the JVM, 0 to 1 (-1: unknown)."),
+    ("cpu_time", "CPU_Time", "CPU time used by the JVM (ns; -1: unknown)."),
+)
+_INVALID = re.compile(r"[^a-zA-Z0-9:_]")
+
+
+class ProcessFamilies:
+    """The JobManagers' and TaskManagers' JVM gauges, one family per Flink name (a garbage
+    collector's name is part of it: ``..._GarbageCollector_G1_Young_Generation_Count``)."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, GaugeMetricFamily] = {}
+
+    def _family(self, prefix: str, name: str, documentation: str) -> GaugeMetricFamily:
+        full = prefix + name
+        if full not in self._families:
+            labels = JM if prefix == JOBMANAGER else TM
+            self._families[full] = _gauge(full, documentation, labels)
+        return self._families[full]
+
+    def add(self, prefix: str, labels: list[str], process: Process) -> None:
+        for attribute, name, documentation in PROCESS_GAUGES:
+            value = getattr(process, attribute)
+            if value is not None:
+                self._family(prefix, name, documentation).add_metric(labels, value)
+        collectors = dict(process.collectors)
+        if process.all_collectors is not None:
+            collectors["All"] = process.all_collectors
+        for collector, figures in collectors.items():
+            # as Flink's Prometheus reporter writes a name: anything else than [a-zA-Z0-9:_]
+            # becomes "_" (G1 Young Generation: G1_Young_Generation)
+            group = "GarbageCollector_" + _INVALID.sub("_", collector) + "_"
+            what = f"collector {collector}"
+            self._family(prefix, group + "Count", f"Collections by {what}.").add_metric(
+                labels, figures.count
+            )
+            self._family(prefix, group + "Time", f"Time spent in {what} (ms).").add_metric(
+                labels, figures.time_ms
+            )
+            if figures.time_ms_per_second is not None:
+                self._family(
+                    prefix, group + "TimeMsPerSecond", f"Ms per second in {what}."
+                ).add_metric(labels, figures.time_ms_per_second)
+
+    def families(self) -> Iterator[Metric]:
+        return iter(self._families.values())
 
 
 def metrics_route(client: Any) -> Route:

@@ -67,6 +67,26 @@ async def savepoint_body(
     return data, trigger_id(data), choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
 
 
+def request_timeout(request: Request) -> float:
+    """How long a trigger's sender waits for the job (``Flinkish-Request-Timeout``, seconds):
+    the trigger expires then; without the header, Flink's detached meaning (a day)."""
+    from flinkish_cli.client.jobs import DETACHED_TTL
+    from flinkish_cli.client.wire import TIMEOUT_HEADER
+
+    raw = request.headers.get(TIMEOUT_HEADER)
+    if raw is None:
+        return DETACHED_TTL
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= DETACHED_TTL:
+        raise FlinkError(
+            400, f"{TIMEOUT_HEADER} must be seconds from 0 to {DETACHED_TTL:.0f}, not {raw[:32]!r}."
+        )
+    return value
+
+
 def choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
     value = (data.get(key) or default).upper()
     if value not in choices:

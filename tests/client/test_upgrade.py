@@ -131,6 +131,15 @@ def test_broken_versions_roll_back_and_a_good_one_upgrades_exactly_once(
     cycle.wait_until_all_processed()
     assert env.job(final)["state"] == "RUNNING"
     assert env.job(final)["upgraded_from"] == back
+    # the replaced job's own checkpoints went once the new one was stable (the new job keeps
+    # its own); its status stays, and the jobs that were rolled back from keep theirs
+    assert "Deleted the checkpoints of the replaced job " + back in upgraded.stderr
+    assert not list((env.checkpoints / back).glob("*/commits")), list(
+        (env.checkpoints / back).iterdir()
+    )
+    assert list((env.checkpoints / final).glob("*/commits"))
+    assert list((env.checkpoints / job).glob("*/commits"))
+    assert env.job(back)["state"] == "FINISHED"
 
     # the savepoint history follows the job across its upgrades: four, one per upgrade
     listed = env.run("savepoint", "list", final, "--output", "json", check=True).stdout

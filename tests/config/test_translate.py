@@ -33,6 +33,9 @@ def test_defaults() -> None:
         "spark.sql.shuffle.partitions": "1",
         "spark.sql.streaming.minBatchesToRetain": "10",
         "spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER,
+        # flinkish's 1 min, not Spark's 10 min, of old file source and sink log compactions
+        "spark.sql.streaming.fileSource.log.cleanupDelay": "60000ms",
+        "spark.sql.streaming.fileSink.log.cleanupDelay": "60000ms",
         "spark.redaction.regex": spark_redaction_regex(),
     }
     assert translation.master == "local[1]"

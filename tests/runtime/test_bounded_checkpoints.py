@@ -2,7 +2,8 @@
 
 The counting job reads one file per micro-batch. With ``flinkish.file-source.log.cleanup-delay``
 (and the sink's) at 0 and a compaction every 3 batches, each query's file-source log keeps
-only its newest compactions, across a stop with a savepoint and a resume, where Spark's
+only its newest compactions, across a stop with a savepoint (which copies only the newest)
+and a resume, where Spark's
 default (10 min) keeps every compaction of the run; the sink and the counts stay exactly once;
 and the size of each part is reported by ``info <JobID> --output json``, the REST API's
 document and ``/metrics``.
@@ -77,6 +78,13 @@ def test_the_file_source_log_stays_bounded_across_a_restart_exactly_once(
     _wait_for_batch(env, first, 13)
     stopped = env.run("stop", "--savepointPath", str(env.savepoints), first, check=True)
     savepoint = savepoint_path(stdout=stopped.stdout)
+    # the savepoint keeps one compaction of each source log (the newest: it lists every file
+    # read), and the entries after it; the older ones still in the checkpoint stay out
+    for query in ("counts", "raw"):
+        saved = Path(savepoint) / query / "sources" / "0"
+        in_checkpoint = _compactions(env.checkpoints / first / query / "sources" / "0")
+        assert _compactions(saved) == in_checkpoint[-1:], (in_checkpoint, sorted(saved.iterdir()))
+        assert len(in_checkpoint) > 1, in_checkpoint
 
     cycle.add_input(10, rows_per_file=5)
     second = job_id_of(env.run("run", "-d", "-s", savepoint, *args, check=True).stdout)

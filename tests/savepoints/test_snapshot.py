@@ -41,6 +41,21 @@ def test_snapshot_takes_committed_state_and_the_planned_batch(tmp_path: Path) ->
     assert [(o.operator_id, o.partitions, o.stores) for o in manifest.operators] == [(0, 2, [])]
 
 
+def test_a_file_source_log_is_saved_from_its_newest_compaction_on() -> None:
+    names = ["2.compact", ".2.compact.crc", "3", "5.compact", ".5.compact.crc", "4", "6", ".6.crc"]
+    names += ["7", "x"]  # a log that ran ahead of the batches, and a stranger: both kept
+    assert layout.source_log_needed(names) == {
+        "5.compact",
+        ".5.compact.crc",
+        "6",
+        ".6.crc",
+        "7",
+        "x",
+    }
+    # no compaction yet (or a source that never compacts, Kafka's and rate's): all of it
+    assert layout.source_log_needed(["0", ".0.crc", "1"]) == {"0", ".0.crc", "1"}
+
+
 def test_a_query_without_a_committed_batch_cannot_be_saved(tmp_path: Path) -> None:
     query = tmp_path / "q"
     (query / "offsets").mkdir(parents=True)

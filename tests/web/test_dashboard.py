@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from flinkish_cli.registry import program, series
+from flinkish_cli.registry import graph, program, series
 from flinkish_cli.registry.control import ControlChannel, ControlRequest, ControlResponse
 from flinkish_cli.registry.footprint import Footprint, PartSize
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord, SavepointState, Trigger
@@ -36,6 +36,7 @@ RUNNING, OLD, HOSTILE = "e5" * 16, "f6" * 16, "a7" * 16
 DAMAGED = "b8" * 16
 NOW = time.time()  # set again when the registry is written (the tests' "now")
 HOSTILE_NAME = '<img src=x onerror="window.pwned=1">'
+HOSTILE_GRAPH = '<img src=x onerror="window.pwned=4">'
 SERIES_POINTS = 240  # 20 minutes of a batch every 5 s, older than the status's recent ones
 #: the running job's newest savepoint, disposed of: its last savepoint is the one before
 DISPOSED_PATH = "/sp/savepoint-e5e5e5-000000000003"
@@ -96,8 +97,10 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
         end_time=NOW - 200, pid=2, failure_cause="<script>window.pwned=2</script>",
     )  # fmt: skip
     hostile.remember_failure("<b>RuntimeError</b>: <script>window.pwned=3</script>", NOW - 250, 0)
+    hostile.queries["q"] = QueryStatus(name="q", checkpoint=f"/cp/{HOSTILE}/q")
     for status in (running, old, hostile):
         registry.write(status)
+    graph.write(registry, HOSTILE, graph.JobGraph({"q": _hostile_graph()}))
     history = SavepointHistory(registry)
     completed, disposed = SavepointState.COMPLETED, SavepointState.DISPOSED
     for job_id, path, trigger, state, age in (
@@ -115,6 +118,18 @@ def registry_env(tmp_path_factory: pytest.TempPathFactory) -> FlinkishEnv:
     damaged.parent.mkdir(parents=True)
     damaged.write_text("{ not json")
     return env
+
+
+def _hostile_graph() -> graph.QueryGraph:
+    """A graph whose texts (a source's description, a plan) are HTML."""
+    nodes = [
+        graph.Node("source-0", "source", "Source: <b>x</b>", "MicroBatchScan", HOSTILE_GRAPH),
+        graph.Node("sink", "sink", "Sink: <i>y</i>", "", "<script>window.pwned=5</script>"),
+    ]
+    edges = [graph.Edge("source-0", "sink")]
+    return graph.QueryGraph(
+        "run", 0, 0, True, nodes, edges, f"== Physical Plan ==\n{HOSTILE_GRAPH}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -268,6 +283,14 @@ def test_job_text_is_shown_never_run(web: WebServer, browser: Any) -> None:
     assert "<script>window.pwned=2</script>" in _text(browser, "main")
     assert browser.execute_script("return window.pwned === undefined")
     assert not browser.find_elements(By.CSS_SELECTOR, "main img, main script")
+    open_dashboard(browser, f"{web.url}/#/job/{HOSTILE}/graph")
+    _wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, "g.graph-node")))
+    drawn = _text(browser, "section[data-query='q'] svg.graph")
+    assert "Source: <b>x</b>" in drawn and "Sink: <i>y</i>" in drawn
+    browser.find_element(By.CSS_SELECTOR, "section[data-query='q'] details:not([class])").click()
+    assert HOSTILE_GRAPH in _text(browser, "section[data-query='q'] pre")
+    assert browser.execute_script("return window.pwned === undefined")
+    assert not browser.find_elements(By.CSS_SELECTOR, "main img, main script, svg foreignObject")
 
 
 def test_offline_and_on_a_laptop_screen(web: WebServer, browser: Any) -> None:
@@ -284,6 +307,8 @@ def test_offline_and_on_a_laptop_screen(web: WebServer, browser: Any) -> None:
     assert page.status == 200 and b"http" not in page.body
     licence = web.get("/assets/vendor/uPlot.LICENSE")
     assert licence.status == 200 and b"MIT License" in licence.body
+    licence = web.get("/assets/vendor/dagre.LICENSE")
+    assert licence.status == 200 and b"Permission is hereby granted" in licence.body
     assert web.get("/assets/../app.py").status == 404
 
 

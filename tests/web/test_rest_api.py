@@ -19,6 +19,7 @@ import pytest
 
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.web.flink_json import vertex_id
 from tests.fixtures.flinkish_env import FLINKISH, FlinkishEnv
 from tests.fixtures.web_server import WebServer, running_web
 
@@ -262,9 +263,8 @@ def test_metrics_carry_flinks_names_and_labels(web: WebServer) -> None:
     assert f"flink_jobmanager_job_numRestarts{{{labels}}} 1.0" in text
     assert f"flink_jobmanager_job_numberOfCompletedCheckpoints{{{labels}}} 5.0" in text
     assert f"flink_jobmanager_job_lastCheckpointDuration{{{labels}}} 300.0" in text
-    assert (
-        f'flink_taskmanager_job_task_numRecordsInPerSecond{{{labels},query="counts"}} 5.0' in text
-    )
+    task = f'query="counts",task_id="{vertex_id(RUNNING, "counts")}",task_name="counts"'
+    assert f"flink_taskmanager_job_task_numRecordsInPerSecond{{{labels},{task}}} 5.0" in text
     assert f'flinkish_job_state{{job_id="{FAILED}",job_name="enrich",state="FAILED"}} 1.0' in text
     assert "flinkish_registry_up 1.0" in text
     assert f"flink_jobmanager_job_lastCheckpointSize{{{labels}}} 7000.0" in text
@@ -286,50 +286,3 @@ def test_other_commands_never_load_the_web_framework(registry_env: FlinkishEnv) 
         assert "click" in imported, result.stderr[-2000:]
         assert not imported & {"starlette", "uvicorn", "prometheus_client", "pyspark"}, args
     assert Path(FLINKISH).exists()
-
-
-def test_a_real_prometheus_scrapes_it(web: WebServer, tmp_path: Path) -> None:
-    """Debian's Prometheus scrapes /metrics every second; its HTTP API then answers with
-    flinkish's figures under Flink's metric names."""
-    import shutil
-    import socket
-    import urllib.parse
-    import urllib.request
-
-    binary = shutil.which("prometheus")
-    assert binary, "Prometheus is needed: apt-get install prometheus (scripts/setup.sh --test)"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n"
-        "scrape_configs:\n  - job_name: flinkish\n"
-        f"    static_configs:\n      - targets: ['{web.address}']\n"
-    )
-    server = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    query = f'flink_jobmanager_job_numRestarts{{job_id="{RUNNING}"}}'
-    url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(query)}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert server.poll() is None, server.stderr.read() if server.stderr else ""
-            try:
-                with urllib.request.urlopen(url, timeout=5) as answer:
-                    result = json.load(answer)["data"]["result"]
-            except OSError:
-                result = []
-            if result:
-                break
-            assert time.monotonic() < deadline, "Prometheus never scraped flinkish web"
-            time.sleep(0.5)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    [sample] = result
-    assert sample["metric"]["job_name"] == "orders" and sample["metric"]["job"] == "flinkish"
-    assert float(sample["value"][1]) == 1.0

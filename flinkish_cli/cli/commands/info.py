@@ -1,8 +1,13 @@
 """``flinkish info <job.py>``: the plan of each of the job's streaming queries (Spark's explain).
 
-``flinkish info <JobID>``: what each query's checkpoint of a submitted job takes on storage,
-part by part, as its driver last measured it, and for the parts that grow with age (a file
-source's log, a file sink's log) why and what to do (:mod:`flinkish_cli.registry.footprint`).
+``flinkish info <JobID>``: for each query of a submitted job, its graph (its operators, the
+exchanges between them and each one's latest figures: :mod:`flinkish_cli.registry.graph_view`)
+and what its checkpoint takes on storage, part by part, as its driver last measured it, and
+for the parts that grow with age (a file source's log, a file sink's log) why and what to do
+(:mod:`flinkish_cli.registry.footprint`). ``--output json`` gives both per query: its
+``checkpoint``, ``footprint`` and ``graph``. Through the REST endpoint when ``-m host:port``
+or ``rest.address`` names one, as every job action
+(:func:`flinkish_cli.cli.options.job_client`). A script's plans are always made here.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.options import common_options, job_client, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 from flinkish_cli.config.units import human_bytes
 
@@ -41,7 +46,7 @@ def info(
     output: str,
 ) -> None:
     """Print the plan of each streaming query of a job without running it; given a JobID,
-    what each of its queries' checkpoints takes on storage."""
+    each query's graph with its latest figures and what its checkpoint takes on storage."""
     import logging
 
     from flinkish_cli.cli.flink_args import refuse_java
@@ -55,12 +60,12 @@ def info(
     from flinkish_cli.client.jobs import JobClient
 
     flags = {"parallelism.default": str(parallelism)} if parallelism else {}
-    client = JobClient(load_config(conf_dir, dynamic, flags))
+    config = load_config(conf_dir, dynamic, flags)
     if is_job_id(job) and not os.path.exists(job):
-        _checkpoint_sizes(client.checkpoint_sizes(job), _trailing_output(job_args, output))
+        _job_info(job_client(config).job_info(job), _trailing_output(job_args, output))
         return
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    script, plans = client.explain(job, list(job_args))
+    script, plans = JobClient(config).explain(job, list(job_args))  # a local session
     if output == "json":
         print_json({"job": script, "queries": [p.__dict__ for p in plans]})
         return
@@ -94,18 +99,19 @@ def _trailing_output(args: tuple[str, ...], output: str) -> str:
     return output
 
 
-def _checkpoint_sizes(document: dict[str, Any], output: str) -> None:
-    """``info <JobID>``: each query's checkpoint by part, and what grows with age."""
+def _job_info(document: dict[str, Any], output: str) -> None:
+    """``info <JobID>``: each query's graph, its checkpoint by part, and what grows with age."""
     from flinkish_cli.cli.output import print_table
 
     if output == "json":
         print_json(document)
         return
-    echo(f"Checkpoints of job {document['jid']} ({document['name']}, {document['state']}).")
+    echo(f"Job {document['jid']} ({document['name']}, {document['state']}).")
     if not document["queries"]:
         echo("The job has started no streaming query yet.")
     for name, query in document["queries"].items():
         echo()
+        _graph(name, query["graph"])
         footprint = query["footprint"]
         if footprint is None:
             echo(f"== Query '{name}' ({query['checkpoint']}): not measured yet ==")
@@ -123,6 +129,70 @@ def _checkpoint_sizes(document: dict[str, Any], output: str) -> None:
         for growing in footprint["growing"]:
             echo(f"-- {growing['part']} grows for as long as the query runs: {growing['why']}.")
             echo(f"   What to do: {growing['advice']}.")
+
+
+def _graph(name: str, graph: dict[str, Any] | None) -> None:
+    """A query's graph as a table: each operator, what feeds it, and its latest figures."""
+    from flinkish_cli.cli.output import print_table
+
+    if graph is None or not graph["nodes"]:
+        echo(f"== Query '{name}': no graph yet (it has completed no batch) ==")
+        return
+    figures = graph["figures"]
+    busy = figures["busy-time-ms-per-second"]
+    head = f"== Query '{name}': graph of batch {graph['batch']}"
+    if figures["batch"] is not None:
+        head += f", figures of batch {figures['batch']}, busy {busy / 10:.0f}% of the time"
+    echo(head + (" ==" if graph["complete"] else " (from its progress report: no plan yet) =="))
+    labels = {node["id"]: node["label"] for node in graph["nodes"]}
+    rows = []
+    for node in graph["nodes"]:
+        inputs = [
+            f"{labels[e['source']]} ({_strategy(e)})"
+            for e in graph["edges"]
+            if e["target"] == node["id"]
+        ]
+        rows.append([node["label"], _details(node), "; ".join(inputs), _figures(node)])
+    print_table(None, ["Operator", "Details", "Inputs", "Latest batch"], rows)
+    echo()
+
+
+def _strategy(edge: dict[str, Any]) -> str:
+    text = edge["ship-strategy"]
+    if edge["keys"]:
+        text += f" {', '.join(edge['keys'])}"
+    if edge["partitions"]:
+        text += f" into {edge['partitions']}"
+    return f"{edge['side']}: {text}" if edge["side"] else text
+
+
+def _details(node: dict[str, Any]) -> str:
+    parts = [node["description"]] if node["description"] else []
+    if node["operator-id"] is not None:
+        parts.append(f"operator {node['operator-id']}, {node['partitions']} partitions")
+    if node["stores"]:
+        parts.append(f"stores {', '.join(node['stores'])}")
+    if node["state-variables"]:
+        parts.append(f"state {', '.join(node['state-variables'])}")
+    return "; ".join(parts)
+
+
+def _figures(node: dict[str, Any]) -> str:
+    metrics = node["metrics"]
+    shown = [
+        ("input-rows-per-second", "{:.1f} in/s"),
+        ("processed-rows-per-second", "{:.1f} processed/s"),
+        ("state-rows", "{} state rows"),
+        ("state-rows-updated", "{} updated"),
+        ("rows-dropped-by-watermark", "{} dropped by watermark"),
+        ("output-rows", "{} rows out"),
+    ]
+    parts = [form.format(metrics[key]) for key, form in shown if metrics.get(key) is not None]
+    if metrics.get("state-memory-bytes") is not None:
+        parts.append(f"{human_bytes(metrics['state-memory-bytes'])} state memory")
+    if metrics.get("watermark") and node["kind"] in ("watermark", "stateful"):
+        parts.append(f"watermark {metrics['watermark']}")
+    return ", ".join(parts)
 
 
 _GROWS = {"age": "with age", "state": "with the state", "bounded": "bounded"}

@@ -44,6 +44,6 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
 
     settings = WebSettings.from_config(config, __version__)
     sock = bind(str(config.get("rest.bind-address")), config.get("rest.bind-port"), settings.token)
-    client = JobClient(config).open()
+    client = JobClient(config, keep_reads=True).open()
     roll_own_stderr(config)
     serve(create_app(client, settings), sock, settings, echo)

@@ -1,9 +1,10 @@
 // The dashboard of flinkish web: every job in the registry, read from the same endpoint's
 // REST API (Flink's paths, and flinkish's own under /flinkish/), refreshed every
 // refresh-interval (GET /config). Views: #/overview (the job list) and
-// #/job/<JobID>/<tab> (overview with charts, checkpoints with each query's size on
-// storage, savepoints, exceptions, configuration; the State tab is state.js's). Its small
-// pieces are ui.js's. Text from jobs is only ever set as text (never as HTML).
+// #/job/<JobID>/<tab> (overview with charts, the job graph, checkpoints with each query's
+// size on storage, savepoints, exceptions, configuration, state). Its small pieces are
+// ui.js's, the graph's drawing graph.js's, the State tab state.js's. Text from jobs is only
+// ever set as text (never as HTML).
 "use strict";
 
 (() => {
@@ -331,7 +332,20 @@
         table([["Key"], ["Value"]], rows, "No configuration was kept for this job."));
     }
 
+    async function renderGraph() {
+      const data = await api(`flinkish/jobs/${jid}/plan`);
+      const open = new Set([...body.querySelectorAll("details[open]")]
+        .map((d) => d.closest("[data-query]").dataset.query + "/" + d.className));
+      body.replaceChildren(...window.flinkishGraph.render(data));
+      for (const details of body.querySelectorAll("details")) {  // kept open across refreshes
+        if (open.has(details.closest("[data-query]").dataset.query + "/" + details.className)) {
+          details.open = true;
+        }
+      }
+    }
+
     const renderers = {
+      graph: renderGraph,
       checkpoints: renderCheckpoints,
       savepoints: renderSavepoints,
       exceptions: renderExceptions,

@@ -6,6 +6,7 @@
 window.flinkishUi = (() => {
   const TABS = [
     ["overview", "Overview"],
+    ["graph", "Graph"],
     ["checkpoints", "Checkpoints"],
     ["savepoints", "Savepoints"],
     ["exceptions", "Exceptions"],
