@@ -23,6 +23,9 @@ variable), as ``state ls`` lists them.
 These start a local Spark session, only once what is named has been checked, and say so on
 standard error first ("Starting Spark to read the state...") on a terminal or with
 ``--verbose``. Bad input is one message and exit status 1, with nothing read or written.
+The files are read by this process from storage (a JobID's checkpoints where the registry
+in storage says they are), so the job client here is the storage one, ``-m`` or not: reading
+state through ``flinkish web`` is its REST API's (``/flinkish/jobs/:jobid/state``).
 """
 
 from __future__ import annotations
