@@ -546,10 +546,24 @@ class RestJobClient(JobClient):
         (``/flinkish/jars/:id/run``), then, as a session-cluster ``run`` does, wait until it
         runs (``-d``) or follow it to its end, through the endpoint. The same lines and exit
         statuses; this process imports neither pyspark nor pandas."""
+        from flinkish_cli.submission.run import started_failed
+
+        job_id = self.start_program(request)
+        if request.detached:
+            status = self._until_running(job_id)
+            if status.state is JobState.FAILED:
+                raise started_failed(status)
+            presenter.submitted(job_id)
+            presenter.ended(status, detached=True)
+            return status
+        return self._follow(job_id, presenter)
+
+    def start_program(self, request: Any) -> str:
+        """Upload the job's code and start it there (``flinkish run``'s request, with this
+        configuration); its JobID. The server answers once the job's supervisor runs."""
         import base64
         from pathlib import Path
 
-        from flinkish_cli.submission.run import started_failed
         from flinkish_cli.submission.upload import UploadedRun, program_archive
 
         archive, entry = program_archive(request)
@@ -569,20 +583,16 @@ class RestJobClient(JobClient):
             else None,
             allow_non_restored_state=request.allow_non_restored_state,
             claim_mode=request.claim_mode,
+            upgraded_from=request.upgraded_from,
+            rolled_back=request.rolled_back,
+            origin=str(Path(request.script).resolve()),
         )
         path = run_path(upload_id)
         answer = self.endpoint.json("POST", path, body=run.to_json(), timeout=SLACK_SECONDS * 4)
         job_id = answer.get("jobid") if isinstance(answer, dict) else None
         if not isinstance(job_id, str):
             raise self.endpoint.not_understood(path, "it names no job")
-        if request.detached:
-            status = self._until_running(job_id)
-            if status.state is JobState.FAILED:
-                raise started_failed(status)
-            presenter.submitted(job_id)
-            presenter.ended(status, detached=True)
-            return status
-        return self._follow(job_id, presenter)
+        return job_id
 
     def _until_running(self, job_id: str, timeout: float = 300.0) -> JobStatus:
         deadline = time.monotonic() + timeout

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.submission import packaging
 from flinkish_cli.submission.submit import RunRequest, check_program
 
@@ -74,6 +75,11 @@ class UploadedRun:
     from_savepoint: str | None = None
     allow_non_restored_state: bool = False
     claim_mode: str = "no_claim"
+    #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
+    upgraded_from: str | None = None
+    rolled_back: bool = False
+    #: the program as the user named it (what the registry's kept program shows)
+    origin: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +91,9 @@ class UploadedRun:
             "savepointPath": self.from_savepoint,
             "allowNonRestoredState": self.allow_non_restored_state,
             "claimMode": self.claim_mode,
+            "upgradedFrom": self.upgraded_from,
+            "rolledBack": self.rolled_back,
+            "origin": self.origin,
         }
 
     @classmethod
@@ -109,6 +118,9 @@ class UploadedRun:
         savepoint = body.get("savepointPath")
         if savepoint is not None and not isinstance(savepoint, str):
             raise UsageError("savepointPath must be a string.")
+        replaced = body.get("upgradedFrom")
+        if replaced is not None and not (isinstance(replaced, str) and is_job_id(replaced)):
+            raise UsageError("upgradedFrom must be a JobID.")
         return cls(
             entry=entry,
             args=list(args),
@@ -118,6 +130,9 @@ class UploadedRun:
             from_savepoint=savepoint or None,
             allow_non_restored_state=bool(body.get("allowNonRestoredState")),
             claim_mode=str(body.get("claimMode") or "no_claim"),
+            upgraded_from=replaced,
+            rolled_back=bool(body.get("rolledBack")),
+            origin=str(body["origin"]) if body.get("origin") else None,
         )
 
 
@@ -167,6 +182,8 @@ def run_request(upload: Path, run: UploadedRun, session_cluster: str) -> RunRequ
         from_savepoint=run.from_savepoint,
         allow_non_restored_state=run.allow_non_restored_state,
         claim_mode=run.claim_mode,
+        upgraded_from=run.upgraded_from,
+        rolled_back=run.rolled_back,
     )
 
 
@@ -227,5 +244,7 @@ def start_uploaded(upload: Path, run: UploadedRun, session_cluster: str) -> str:
     request = run_request(upload, run, session_cluster)
     config = config.with_overrides(request.config_flags())
     prepared = submit.prepare(request, config, restore_plan(request, config))
+    if run.origin:  # the user's program, not the upload's copy
+        prepared.program.origin = run.origin
     submit.start(prepared, pipe_output=False, environment=job_environment())
     return prepared.plan.job_id

@@ -37,7 +37,7 @@ out = sys.argv[1]
 with open(out, "w") as handle:
     handle.write(os.environ.get("SERVER_SECRET", "<unset>"))
 rows = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-query = rows.writeStream.format("noop").queryName("rate").trigger(availableNow=True).start()
+query = rows.writeStream.format("noop").queryName("rate").start()
 query.awaitTermination()
 print("count", spark.range(7).count())
 """
@@ -46,6 +46,7 @@ print("count", spark.range(7).count())
 # -- without Spark ---------------------------------------------------------------------------
 def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
     run = upload.UploadedRun("job.py", ["--x", "1"], {"parallelism.default": "2"}, True, 3)
+    run.upgraded_from, run.origin = "0" * 32, "/home/me/job.py"
     assert upload.UploadedRun.from_json(json.loads(json.dumps(run.to_json()))) == run
     for body, word in (
         ([], "not a JSON object"),
@@ -53,6 +54,7 @@ def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
         ({"entryClass": "j.py", "programArgsList": [1]}, "programArgsList"),
         ({"entryClass": "j.py", "flinkConfiguration": {"a": 1}}, "flinkConfiguration"),
         ({"entryClass": "j.py", "parallelism": 0}, "parallelism"),
+        ({"entryClass": "j.py", "upgradedFrom": "../x"}, "upgradedFrom"),
     ):
         with pytest.raises(UsageError, match=word):
             upload.UploadedRun.from_json(body)
@@ -149,6 +151,14 @@ def test_run_through_the_endpoint_starts_the_program_there(
     assert result.stdout.splitlines()[0] == f"Job has been submitted with JobID {job_id}"
     assert not imported & {"pyspark", "pandas", "pyarrow", "grpc"}, sorted(imported)
     print(f"run -d through flinkish web: {took:.2f} s to its JobID line (with -X importtime)")
+
+    # upgrade through the endpoint: the new program is uploaded too, and runs from the savepoint
+    upgraded = env.run("upgrade", job_id, "-m", web.address, str(job), str(seen), check=True)
+    assert "Savepoint completed. Path: " in upgraded.stdout, upgraded.stdout
+    new_id = job_id_of(upgraded.stdout.split("Savepoint completed.", 1)[1])
+    assert f"Upgrade of job {job_id} completed: job {new_id}" in upgraded.stdout, upgraded.stdout
+    assert seen.read_text() == "<unset>"  # the server's SERVER_SECRET never reached it
+    env.run("cancel", "-m", web.address, new_id, check=True)
 
     # attached, BATCH: Flink's lines, the job's end; the program saw its own environment
     seen_attached = env.root / "seen-attached"
