@@ -153,7 +153,7 @@ def test_run_through_the_endpoint_starts_the_program_there(
     print(f"run -d through flinkish web: {took:.2f} s to its JobID line (with -X importtime)")
 
     # upgrade through the endpoint: the new program is uploaded too, and runs from the savepoint
-    upgraded = env.run("upgrade", job_id, "-m", web.address, str(job), str(seen), check=True)
+    upgraded = env.run("upgrade", "-m", web.address, job_id, str(job), str(seen), check=True)
     assert "Savepoint completed. Path: " in upgraded.stdout, upgraded.stdout
     new_id = job_id_of(upgraded.stdout.split("Savepoint completed.", 1)[1])
     assert f"Upgrade of job {job_id} completed: job {new_id}" in upgraded.stdout, upgraded.stdout
