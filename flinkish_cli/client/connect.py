@@ -109,6 +109,31 @@ def job_client(
     return local
 
 
+def submission_client(config: Any, request: Any) -> Any:
+    """``run -m host:port``: the REST client of the endpoint when it is a flinkish web of this
+    configuration's registry that takes programs (``web.submit.enable``); None otherwise,
+    and ``run`` asks the endpoint for its session cluster and runs the program from this
+    machine, as before (an endpoint that refuses is then named by that path's errors)."""
+    if not request.jobmanager or request.target is not None:
+        return None
+    try:
+        address = endpoint_of(request.jobmanager)
+    except UsageError:
+        return None
+    if address is None:
+        return None
+    from flinkish_cli.submission.endpoint import SUBMIT_KEY
+
+    try:
+        client = _through(config, JobClient(config), address, "-m", TIMEOUT)
+    except EndpointRefused:
+        return None
+    if not client.cluster.get(SUBMIT_KEY):
+        client.endpoint.close()
+        return None
+    return client
+
+
 def _through(
     config: Any, local: JobClient, address: str, named_by: str, timeout: float
 ) -> JobClient:
@@ -129,7 +154,9 @@ def _through(
             f"Give {named_by} the address of the flinkish web of this registry, or use that "
             "registry's configuration.",
         )
-    return RestJobClient(config, endpoint, ours)
+    client = RestJobClient(config, endpoint, ours)
+    client.cluster = document
+    return client
 
 
 def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[str, Any]:

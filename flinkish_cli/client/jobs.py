@@ -181,9 +181,34 @@ class JobClient:
     def submit(self, request: RunRequest, presenter: Presenter) -> JobStatus:
         """Run a job (``flinkish run``): prepare, start, and follow it or detach; what the
         user sees goes through ``presenter``. The job's status when it ran, or ended."""
+        from flinkish_cli.client.connect import submission_client
+
+        remote = submission_client(self.config, request)
+        if remote is not None:  # -m names a flinkish web that takes programs
+            return remote.submit(request, presenter)
         from flinkish_cli.submission.run import submit_and_follow
 
         return submit_and_follow(request, self.config, presenter)
+
+    def upload_program(self, archive: bytes, upload_dir: str) -> str:
+        """``flinkish web``: keep an uploaded program's zip under ``upload_dir``; its id."""
+        from pathlib import Path
+
+        from flinkish_cli.submission.upload import unpack
+
+        return unpack(archive, Path(upload_dir).expanduser())
+
+    def run_upload(self, upload_dir: str, upload_id: str, body: Any, session_cluster: str) -> str:
+        """``flinkish web``: start an uploaded program on the session cluster, with the
+        configuration its run request carries (:mod:`flinkish_cli.submission.upload`); its
+        JobID."""
+        from pathlib import Path
+
+        from flinkish_cli.submission import upload
+
+        run = upload.UploadedRun.from_json(body)
+        found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
+        return upload.start_uploaded(found, run, session_cluster)
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting

@@ -22,9 +22,12 @@ Flink's CLI drives its cluster through the JobManager's REST API.
   :class:`~flinkish_cli.errors.JobError` naming it. Nothing here ever falls back to
   storage: :attr:`RestJobClient.registry` refuses, so an action that would read storage
   fails loudly instead.
+- **Programs** (``run -m host:port`` when the endpoint takes them: ``web.submit.enable``)
+  are uploaded and started there (:meth:`RestJobClient.submit`,
+  :mod:`flinkish_cli.submission.upload`), then followed through the endpoint.
 - **What stays on this machine**: ``info <job.py>`` (Spark's plans, a local session),
   ``savepoint info <path>`` (the savepoint's files, read with this configuration) and
-  ``run`` (submission, its own ``-m`` handling).
+  ``run`` to an endpoint that takes no programs (its own ``-m`` handling).
 
 Only the standard library's ``http.client``: the CLI starts fast and imports no web
 framework. One keep-alive connection per command (a log followed has its own).
@@ -33,6 +36,7 @@ framework. One keep-alive connection per command (a log followed has its own).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import http.client
 import json
 import socket
@@ -50,9 +54,11 @@ from flinkish_cli.client.wire import (
     REGISTRY_JOBS,
     REGISTRY_SAVEPOINTS,
     TIMEOUT_HEADER,
+    UPLOAD_PATH,
     control_path,
     error_from_header,
     job_path,
+    run_path,
 )
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError
 from flinkish_cli.registry.control import ControlRequest, ControlResponse
@@ -533,9 +539,105 @@ class RestJobClient(JobClient):
                 raise SavepointError(f"Disposing of {path} did not complete within 30 s.")
             time.sleep(POLL_SECONDS)
 
-    # -- never through the endpoint ----------------------------------------------------------
-    def submit(self, request: Any, presenter: Any) -> JobStatus:  # pragma: no cover
-        raise AssertionError("run submits with its own -m handling")
+    # -- starting a job --------------------------------------------------------------------
+    def submit(self, request: Any, presenter: Any) -> JobStatus:
+        """``run -m host:port`` where flinkish web takes programs: upload the job's code
+        (``/flinkish/jars/upload``), start it with this configuration
+        (``/flinkish/jars/:id/run``), then, as a session-cluster ``run`` does, wait until it
+        runs (``-d``) or follow it to its end, through the endpoint. The same lines and exit
+        statuses; this process imports neither pyspark nor pandas."""
+        from flinkish_cli.submission.run import started_failed
+
+        job_id = self.start_program(request)
+        if request.detached:
+            status = self._until_running(job_id)
+            if status.state is JobState.FAILED:
+                raise started_failed(status)
+            presenter.submitted(job_id)
+            presenter.ended(status, detached=True)
+            return status
+        return self._follow(job_id, presenter)
+
+    def start_program(self, request: Any) -> str:
+        """Upload the job's code and start it there (``flinkish run``'s request, with this
+        configuration); its JobID. The server answers once the job's supervisor runs."""
+        import base64
+        from pathlib import Path
+
+        from flinkish_cli.submission.upload import UploadedRun, program_archive
+
+        archive, entry = program_archive(request)
+        body = {"name": Path(entry).name, "archive": base64.b64encode(archive).decode()}
+        answer = self.endpoint.json("POST", UPLOAD_PATH, body=body)
+        upload_id = answer.get("filename") if isinstance(answer, dict) else None
+        if not isinstance(upload_id, str):
+            raise self.endpoint.not_understood(UPLOAD_PATH, "it names no upload")
+        run = UploadedRun(
+            entry=entry,
+            args=list(request.args),
+            configuration=self.config.to_flat(include_secrets=True),
+            detached=request.detached,
+            parallelism=request.parallelism,
+            from_savepoint=resolve_local(request.from_savepoint)
+            if request.from_savepoint
+            else None,
+            allow_non_restored_state=request.allow_non_restored_state,
+            claim_mode=request.claim_mode,
+            upgraded_from=request.upgraded_from,
+            rolled_back=request.rolled_back,
+            origin=str(Path(request.script).resolve()),
+        )
+        path = run_path(upload_id)
+        answer = self.endpoint.json("POST", path, body=run.to_json(), timeout=SLACK_SECONDS * 4)
+        job_id = answer.get("jobid") if isinstance(answer, dict) else None
+        if not isinstance(job_id, str):
+            raise self.endpoint.not_understood(path, "it names no job")
+        return job_id
+
+    def _until_running(self, job_id: str, timeout: float = 300.0) -> JobStatus:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.jobs.find(job_id)
+            if status is not None and (
+                status.state.is_terminal or status.state is JobState.RUNNING
+            ):
+                return status
+            time.sleep(POLL_SECONDS)
+        raise JobError(
+            f"Job {job_id} did not reach RUNNING within {timeout:.0f} s.",
+            f"It may still be starting; see 'flinkish list -m {self.endpoint.address}'.",
+        )
+
+    def _follow(self, job_id: str, presenter: Any) -> JobStatus:
+        """An attached job through the endpoint: its updates until it ends. Ctrl-C or
+        SIGTERM cancels it (``PATCH /jobs/:jobid``): the job's driver is not this process's
+        child, and an attached Flink client's job is cancelled with it likewise (``-sae``)."""
+        import signal
+
+        from flinkish_cli.submission.follow import follow
+        from flinkish_cli.submission.run import attached_end
+
+        presenter.submitted(job_id)
+
+        def interrupted(signum: int, _frame: Any) -> None:
+            presenter.interrupted(job_id, signum, True)
+            with contextlib.suppress(FlinkishError):
+                self.cancel(job_id, wait=False)
+
+        previous = {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+        status: JobStatus | None = None
+        try:
+            for update in follow(self.jobs, job_id, None, POLL_SECONDS * 4):  # type: ignore[arg-type]
+                presenter.update(update)
+                status = update.status
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            presenter.close()
+        assert status is not None
+        presenter.ended(status, detached=False)
+        root = str(self.config.get("execution.checkpointing.dir")).rstrip("/")
+        return attached_end(status, status.log_path or "", f"{root}/{job_id}")
 
 
 def _action(end_state: JobState) -> str:

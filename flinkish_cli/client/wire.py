@@ -18,6 +18,13 @@ under ``/flinkish/registry/`` (never a path of Flink's):
   the savepoint history of a job's lineage, and of every job, as records;
   ``GET /flinkish/registry/last-savepoints?jobs=<JobID>,...`` each job's last savepoint.
 
+- ``POST /flinkish/jars/upload`` a program (``{"name": ..., "archive": <base64 zip>}``,
+  JSON as every POST here must be; Flink's ``/jars/upload`` takes a multipart jar) answers
+  ``{"filename": <upload id>, "status": "success"}``; ``POST /flinkish/jars/:id/run`` starts
+  it (Flink's ``JarRunRequestBody`` fields, flinkish's meaning:
+  :class:`~flinkish_cli.submission.upload.UploadedRun`) and answers Flink's ``{"jobid":
+  ...}``. Both only with ``web.submit.enable``.
+
 Headers:
 
 - ``Flinkish-Error`` on an error answer: the error the job client raised on the server,
@@ -44,6 +51,12 @@ TIMEOUT_HEADER = "Flinkish-Request-Timeout"
 REGISTRY_JOBS = "/flinkish/registry/jobs"
 REGISTRY_SAVEPOINTS = "/flinkish/registry/savepoints"
 LAST_SAVEPOINTS = "/flinkish/registry/last-savepoints"
+UPLOAD_PATH = "/flinkish/jars/upload"
+
+
+def run_path(upload_id: str) -> str:
+    """``/flinkish/jars/<upload id>/run``."""
+    return f"/flinkish/jars/{upload_id}/run"
 
 
 def job_path(job_id: str, *parts: str) -> str:

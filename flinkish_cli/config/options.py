@@ -886,8 +886,9 @@ OPTIONS: tuple[Option, ...] = (
         "web.submit.enable",
         Bool(),
         MO,
-        "Program uploads through the REST API: flinkish web never takes them (true is "
-        "refused at start).",
+        "Program uploads through the REST API: with true, flinkish web in front of a session "
+        "cluster takes programs from 'flinkish run -m host:port' and starts them there "
+        "(off loopback only with flinkish.web.auth-token, as every request).",
         RUNTIME,
         default="false",
     ),

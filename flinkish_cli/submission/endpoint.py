@@ -36,6 +36,8 @@ CLUSTER_PATH = "/flinkish/cluster"
 SESSION_KEY = "session-cluster"
 #: The document's key holding the registry it serves: ``{"location": ..., "id": ...}``.
 REGISTRY_KEY = "registry"
+#: The document's key saying whether it takes programs (``web.submit.enable``).
+SUBMIT_KEY = "submit"
 #: The document's key holding the server's flinkish version.
 VERSION_KEY = "flinkish-version"
 TIMEOUT_SECONDS = 10.0

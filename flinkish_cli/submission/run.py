@@ -39,10 +39,7 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
     if request.detached:
         status = launch_detached(request, config, presenter.notice)
         if status.state is JobState.FAILED:
-            raise JobFailedError(
-                f"Job {status.job_id} failed at start-up: {status.failure_cause}",
-                f"The full log is {status.log_path} ('flinkish logs {status.job_id}').",
-            )
+            raise started_failed(status)
         presenter.submitted(status.job_id)
         presenter.ended(status, detached=True)
         return status
@@ -65,19 +62,33 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
         presenter.close()
     assert status is not None
     presenter.ended(status, detached=False)
+    return attached_end(status, str(prepared.log_path), str(prepared.plan.job_dir))
+
+
+def attached_end(status: JobStatus, log_path: str, job_dir: str) -> JobStatus:
+    """An attached job's final status; :class:`JobFailedError` or :class:`JobCanceledError`
+    when it failed or was cancelled (the exit status tells scripts)."""
+    job_id = status.job_id
     state = status.state if status.state.is_terminal else status.effective_state()
     if state is JobState.FAILED:
         raise JobFailedError(
             f"Job {job_id} failed: {status.effective_failure_cause()}",
-            f"The full log is {prepared.log_path} ('flinkish logs {job_id}').",
+            f"The full log is {log_path} ('flinkish logs {job_id}').",
         )
     if state is JobState.CANCELED:
         raise JobCanceledError(
             f"Job {job_id} was canceled: {status.failure_cause or 'by user'}",
-            f"Its checkpoints are under {prepared.plan.job_dir}; resume it with "
-            f"'flinkish run -s {prepared.plan.job_dir} ...'.",
+            f"Its checkpoints are under {job_dir}; resume it with 'flinkish run -s {job_dir} ...'.",
         )
     return status
+
+
+def started_failed(status: JobStatus) -> JobFailedError:
+    """A detached job that failed at start-up, as ``run -d`` reports it."""
+    return JobFailedError(
+        f"Job {status.job_id} failed at start-up: {status.failure_cause}",
+        f"The full log is {status.log_path} ('flinkish logs {status.job_id}').",
+    )
 
 
 def launch_detached(

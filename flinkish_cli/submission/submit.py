@@ -411,10 +411,17 @@ def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     )
 
 
-def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
+def start(
+    prepared: PreparedJob,
+    watch_cli: bool = False,
+    pipe_output: bool | None = None,
+    environment: dict[str, str] | None = None,
+) -> launcher.Launched:
     """Record the job as CREATED and start its supervisor, which starts its driver.
 
     ``watch_cli`` (``-sae``): the job is cancelled when this process exits, however it exits.
+    ``pipe_output``: the driver's output piped to this process (default: when attached);
+    ``environment``: the supervisor's environment instead of this process's.
     """
     plan = prepared.plan
     created = status_writer.record_created(
@@ -426,7 +433,8 @@ def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
             prepared.command,
             prepared.run_dir,
             prepared.log_path,
-            attached=not plan.detached,
+            attached=not plan.detached if pipe_output is None else pipe_output,
+            environment=environment,
             job_id=plan.job_id,
             checkpoint_root=plan.checkpoint_root,
             restarts_here=prepared.deployment.target != YARN_APPLICATION,

@@ -45,7 +45,12 @@ from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
 from flinkish_cli.registry.store import RegistryIdentity
-from flinkish_cli.submission.endpoint import REGISTRY_KEY, SESSION_KEY, VERSION_KEY
+from flinkish_cli.submission.endpoint import (
+    REGISTRY_KEY,
+    SESSION_KEY,
+    SUBMIT_KEY,
+    VERSION_KEY,
+)
 from flinkish_cli.web.flink_json import job_overview
 
 ASSETS = Path(__file__).with_name("assets")
@@ -55,12 +60,13 @@ PUBLIC_PREFIX = "/assets/"
 
 
 def cluster(
-    session_cluster: str | None, version: str, registry: RegistryIdentity
+    session_cluster: str | None, version: str, registry: RegistryIdentity, submit: bool = False
 ) -> dict[str, Any]:
-    """``GET /flinkish/cluster``: the session cluster, the version, and the registry served
-    (its location and id: no secret)."""
+    """``GET /flinkish/cluster``: the session cluster, whether it takes programs, the version,
+    and the registry served (its location and id: no secret)."""
     return {
         SESSION_KEY: session_cluster,
+        SUBMIT_KEY: submit and session_cluster is not None,
         VERSION_KEY: version,
         REGISTRY_KEY: {"location": registry.location, "id": registry.id},
     }

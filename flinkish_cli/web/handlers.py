@@ -13,7 +13,9 @@ at once instead of retrying for a minute.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -108,7 +110,50 @@ class FlinkRestApi:
         """Where ``flinkish run -m <this endpoint>`` sends a job (the client's side:
         :mod:`flinkish_cli.submission.endpoint`)."""
         identity = self.client.identity()
-        return ok(dashboard.cluster(self.settings.session_cluster, self.settings.version, identity))
+        s = self.settings
+        return ok(dashboard.cluster(s.session_cluster, s.version, identity, s.submit_enabled))
+
+    # -- programs (web.submit.enable) ------------------------------------------------------
+    def _require_submit(self) -> str:
+        """The session cluster programs go to; Flink's 404 while uploads are off."""
+        if not self.settings.submit_enabled:
+            raise FlinkError(
+                404, "Program uploads are disabled (web.submit.enable is false on this server)."
+            )
+        if not self.settings.session_cluster:
+            raise FlinkError(404, "This flinkish web fronts no session cluster to run programs.")
+        return self.settings.session_cluster
+
+    async def upload_program(self, request: Request) -> Response:
+        """``POST /flinkish/jars/upload``: the program's zip, kept privately; its id."""
+        self._require_submit()
+        data = await parsing.body(request, {"name": (str,), "archive": (str,)}, "JarUpload")
+        try:
+            archive = base64.b64decode(data.get("archive") or "", validate=True)
+        except ValueError:
+            raise FlinkError(400, "The upload's archive is not base64.") from None
+        upload_id = await self._act(
+            lambda: self.client.upload_program(archive, self.settings.upload_dir), ""
+        )
+        return ok({"filename": upload_id, "status": "success"})
+
+    async def run_program(self, request: Request) -> Response:
+        """``POST /flinkish/jars/:id/run``: start the uploaded program as a session-cluster
+        job with the configuration sent (never the server's); Flink's ``{"jobid": ...}``."""
+        session = self._require_submit()
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise FlinkError(
+                400, "Request did not match expected format JarRunRequestBody."
+            ) from None
+        upload_id = request.path_params["jarid"]
+        job_id = await self._act(
+            lambda: self.client.run_upload(self.settings.upload_dir, upload_id, body, session),
+            "",
+        )
+        return ok({"jobid": job_id})
 
     async def dashboard_jobs(self, request: Request) -> Response:
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
@@ -452,6 +497,8 @@ class FlinkRestApi:
             Route(wire.REGISTRY_SAVEPOINTS, self.registry_savepoints, methods=["GET"]),
             Route(wire.LAST_SAVEPOINTS, self.registry_last_savepoints, methods=["GET"]),
             Route(CLUSTER_PATH, self.cluster, methods=["GET"]),
+            Route(wire.UPLOAD_PATH, self.upload_program, methods=["POST"]),
+            Route(wire.run_path("{jarid}"), self.run_program, methods=["POST"]),
             Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),
