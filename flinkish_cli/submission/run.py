@@ -46,7 +46,7 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
         presenter.submitted(status.job_id)
         presenter.ended(status, detached=True)
         return status
-    prepared = submit.prepare(request, config, restore_plan(request, config))
+    prepared = submit.prepare(request, config, restore_plan(request, config, presenter.notice))
     for message in prepared.notices:
         presenter.notice(message)
     launched = submit.start(prepared, watch_cli=request.shutdown_on_attached_exit)
@@ -86,7 +86,7 @@ def launch_detached(
     """Start the job and wait until it runs: its status, RUNNING, or FAILED when it failed
     at start-up (a :class:`JobError` when it could not be started at all); ``notice`` gets
     what the user should know of how it was placed."""
-    prepared = submit.prepare(request, config, restore_plan(request, config))
+    prepared = submit.prepare(request, config, restore_plan(request, config, notice))
     for message in prepared.notices:
         notice(message)
     launched = submit.start(prepared)
@@ -97,13 +97,39 @@ def launch_detached(
         raise
 
 
-def restore_plan(request: submit.RunRequest, config: Any) -> Any:
-    """Where the job starts from (``-s``), checked: a RestorePlan, or None."""
+def restore_plan(
+    request: submit.RunRequest,
+    config: Any,
+    notice: Callable[[str], None] | None = None,
+    leave_out: dict[str, list[int]] | None = None,
+) -> Any:
+    """Where the job starts from (``-s``), checked, and the program checked against its
+    state (:mod:`.restore_check`; what it says goes to ``notice``): a RestorePlan, or None.
+    ``leave_out`` given: the program was checked already (``upgrade``), and this is what its
+    restore leaves out."""
     if not request.from_savepoint:
         return None
-    from flinkish_cli.savepoints.restore import plan_restore
+    from flinkish_cli.savepoints.restore import open_restore
+    from flinkish_cli.submission import restore_check
 
-    return plan_restore(request, config)
+    plan, source, storage = open_restore(request, config)
+    if leave_out is not None:
+        plan.leave_out = leave_out
+        return plan
+    if source is None or storage is None:
+        return plan  # on HDFS: the driver checks it
+    submit.check_program(request)  # the cheap checks of the program first
+    program = request.script or request.module
+    verdict = restore_check.check_restore(
+        request,
+        config,
+        restore_check.of_source(source, storage),
+        notice or (lambda _message: None),
+        f"The program {program}",
+        "Nothing was started.",
+    )
+    plan.leave_out = verdict.leave_out
+    return plan
 
 
 class _Interrupts:
