@@ -6,6 +6,8 @@
 - :mod:`.launcher`     writes the private run directory and starts the job's supervisor.
 - :mod:`.follow`, :mod:`.run`  follows an attached job to its end, or a detached one until
   it runs.
+- :mod:`.restore_check` checks the program against the state it restores (``run -s``,
+  ``upgrade``) before anything starts.
 
 The plan itself is :mod:`flinkish_cli.plan`'s; what runs in the job's processes is
 :mod:`flinkish_cli.runtime`'s.
