@@ -6,13 +6,22 @@ the fastest of several runs, against the same interpreter starting and doing not
 (``python -c pass``). The 50 jobs are status files written the way a job's driver writes
 them (``JobRegistry.write(JobStatus(...))``, two queries with 30 recent batches each), which
 is all ``list`` reads.
+
+Then the job actions through ``flinkish web`` (``-m host:port``, one server per registry,
+started once and warm): ``list -a`` over the S3 registry through the endpoint and straight
+from storage, ``savepoint -detached`` and ``stop -detached`` of its jobs, and ``cancel`` of a
+job on local disk whose driver is a :class:`~tests.fixtures.fake_driver.FakeDriver` polling
+its control channel as often as a real driver polls a local one (0.1 s): the time until the
+command has printed its last line and exited.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +29,14 @@ from typing import Any
 from benchmarks.harness import (
     FLINKISH,
     PYTHON,
+    Background,
     BenchError,
     S3Server,
     Workspace,
     clean_env,
+    median,
     run_timed,
+    wait_for,
 )
 from benchmarks.report import Row, Section
 
@@ -106,6 +118,7 @@ def run(
             expect_jobs=True,
         ),
     ]
+    s3_conf = None
     if s3 is not None:
         s3.client().create_bucket(Bucket="bench-cli")
         s3_conf = workspace.conf_dir(
@@ -178,4 +191,115 @@ def run(
     best["commands"] = {
         c.label: (c.args, str(c.conf_dir) if c.conf_dir else None) for c in commands
     }
+    try:
+        section.rows += through_web(workspace, params, s3_conf, local_conf, reference)
+    except BenchError as error:
+        section.notes.append(f"The commands through flinkish web were not measured: {error}")
+    section.notes.append(
+        "Goals of the commands through flinkish web, as read from the issue: `list -a` over "
+        "50 jobs on S3 through the endpoint under 150 ms, straight from storage under 450 ms; "
+        "`cancel`, `savepoint -detached` and `stop -detached` through the endpoint under 150 ms."
+    )
     return section, best
+
+
+@contextlib.contextmanager
+def web_server(workspace: Workspace, conf_dir: Path, name: str) -> Iterator[str]:
+    """``flinkish web`` of ``conf_dir`` on a free port: its ``host:port``."""
+    log = workspace.dir("cli-web") / f"{name}.log"
+    server = Background(
+        [FLINKISH, "web", "-D", "rest.bind-port=0"],
+        clean_env({"FLINK_CONF_DIR": str(conf_dir)}),
+        workspace.root,
+        log,
+    )
+    try:
+
+        def address() -> str | None:
+            if not server.running():
+                raise BenchError(f"flinkish web did not start:\n{log.read_text()[-2000:]}")
+            found = re.search(r"flinkish web: http://(\S+)", log.read_text())
+            return found.group(1) if found else None
+
+        yield wait_for("flinkish web", address, timeout=60)
+    finally:
+        server.stop()
+
+
+def _job_ids(conf_dir: Path) -> list[str]:
+    from flinkish_cli.config import load_configuration
+    from flinkish_cli.registry.store import registry_for
+
+    return sorted(registry_for(load_configuration(conf_dir=str(conf_dir))).job_ids())
+
+
+def through_web(
+    workspace: Workspace,
+    params: CliParams,
+    s3_conf: Path | None,
+    local_conf: Path,
+    reference: list[float],
+) -> list[Row]:
+    """The rows of the job actions through ``flinkish web`` (see the module's description)."""
+    from flinkish_cli.config import load_configuration
+    from flinkish_cli.registry.control import LOCAL_POLL_SECONDS
+    from flinkish_cli.registry.jobid import new_job_id
+    from flinkish_cli.registry.store import registry_for
+    from tests.fixtures.fake_driver import FakeDriver
+
+    timings: dict[str, tuple[list[float], float]] = {}
+
+    def timed(label: str, goal: float, argv: list[str], conf_dir: Path) -> None:
+        env = clean_env({"FLINK_CONF_DIR": str(conf_dir)})
+        result = run_timed([FLINKISH, *argv], env, workspace.root).check()
+        timings.setdefault(label, ([], goal))[0].append(result.seconds)
+
+    rounds = params.runs + 1  # the first round warms caches and is not counted
+    if s3_conf is not None:
+        jobs = _job_ids(s3_conf)
+        with web_server(workspace, s3_conf, "s3") as address:
+            for attempt in range(rounds):
+                job = jobs[attempt % len(jobs)]
+                for label, goal, argv in (
+                    ("list -a, 50 jobs on S3, through flinkish web", 0.150, ["list", "-a"]),
+                    ("savepoint -detached through flinkish web (S3)", 0.150,
+                     ["savepoint", "-detached", job]),
+                    ("stop -detached through flinkish web (S3)", 0.150,
+                     ["stop", "-detached", jobs[-1 - attempt % len(jobs)]]),
+                ):  # fmt: skip
+                    timed(label, goal, [*argv, "-m", address], s3_conf)
+                label = "list -a, 50 jobs on S3, straight from storage"
+                timed(label, 0.450, ["list", "-a"], s3_conf)
+    registry = registry_for(load_configuration(conf_dir=str(local_conf)))
+    with web_server(workspace, local_conf, "local") as address:
+        for _ in range(rounds):
+            driver = FakeDriver(registry, new_job_id(), interval=LOCAL_POLL_SECONDS)
+            try:
+                timed(
+                    "cancel through flinkish web (a driver polling every 0.1 s)",
+                    0.150,
+                    ["cancel", driver.job_id, "-m", address],
+                    local_conf,
+                )
+            finally:
+                driver.close()
+            _say(f"cancel of {driver.job_id} through {address}: done")
+    rows = []
+    for label, (samples, goal) in timings.items():
+        counted = samples[1:]
+        fastest = min(counted)
+        rows.append(
+            Row(
+                measurement=f"flinkish {label}",
+                value=fastest,
+                unit="s",
+                reference="python -c pass (interpreter start-up)",
+                reference_value=min(reference),
+                samples=counted,
+                reference_samples=reference,
+                goal=f"under {goal * 1000:.0f} ms",
+                goal_met=fastest < goal,
+            )
+        )
+        _say(f"{label}: {fastest * 1000:.0f} ms (median {median(counted) * 1000:.0f} ms)")
+    return rows

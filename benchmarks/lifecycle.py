@@ -14,7 +14,9 @@ flinkish, measured in the same run:
 * ``run -s`` until RUNNING: against ``spark-submit`` resuming a copy of the job's checkpoint
   until both queries have started;
 * an S3-to-S3 copy of a savepoint through flinkish's storage layer (what the driver does when
-  checkpoints and savepoints are both on S3): against downloading and re-uploading the files.
+  checkpoints and savepoints are both on S3): against downloading and re-uploading the files;
+* ``state ls`` and ``state show --key`` (one account) of the stopped job's savepoint, each
+  with its local Spark's start: against ``savepoint info`` of the same savepoint (full runs).
 
 The bytes a savepoint copies are the sum of the file sizes in its ``_metadata``. How each file
 travelled (hard link, server-side copy, transfer) and how long the copy took come from the
@@ -76,6 +78,7 @@ class LifecycleParams:
     files: int  # input files of each backlog
     s3_cycle: bool = True  # also stop to S3 and restore from there
     savepoint_reps: int = 3  # savepoints of the running job per target (median reported)
+    read_state: bool = True  # also time state ls and state show --key (full runs)
 
 
 @dataclass
@@ -317,8 +320,32 @@ class Lifecycle:
         )
 
     # -- one size ------------------------------------------------------------------------
+    def read_state(self, label: str, path: str, keys: int) -> list[Row]:
+        """``state ls`` and ``state show --key`` of a savepoint (each starts its own local
+        Spark), against ``savepoint info`` of it (which starts Spark to count its rows)."""
+        info = self.cli.run("savepoint", "info", path, "--output", "json", timeout=1800).check()
+        listed = self.cli.run("state", "ls", path, "--output", "json", timeout=1800).check()
+        account = f"acct-{keys // 2:07d}"
+        show = ("state", "show", path, "--query", "counts", "--key", account, "--output", "json")
+        shown = self.cli.run(*show, timeout=1800).check()
+        found = json.loads(shown.stdout)["stores"][0]["rows"]
+        if [row["key"] for row in found] != [{"account_id": account}]:
+            raise BenchError(f"state show --key {account} found {found}")
+        _say(
+            f"{label}: savepoint info {info.seconds:.2f} s, state ls {listed.seconds:.2f} s, "
+            f"state show --key {shown.seconds:.2f} s"
+        )
+        reference = "`savepoint info` of it (Spark started, rows counted)"
+        return [
+            _row(f"{label}: `state ls` (local savepoint, Spark's start included)",
+                 listed.seconds, reference, info.seconds, {"goal": "at most 1.5"}),
+            _row(f"{label}: `state show --key` one key (a full scan: Spark's reader has no "
+                 "lookup by key)", shown.seconds, reference, info.seconds,
+                 {"goal": "under 3 s", "key": account}),
+        ]  # fmt: skip
+
     def measure(
-        self, keys: int, files: int, s3_cycle: bool, reps: int
+        self, keys: int, files: int, s3_cycle: bool, reps: int, read_state: bool = True
     ) -> tuple[list[Row], dict[str, Any]]:
         """Every command for a job with ``keys`` keys (``reps`` savepoints per target while
         it runs); ``s3_cycle`` adds a stop to S3 and a restore from there."""
@@ -399,6 +426,9 @@ class Lifecycle:
                 _saved(stop_local),
             )
         )
+
+        if read_state:
+            rows += self.read_state(label, stop_local.path, keys)
 
         resumed_ckpt = base / "ref-resume-ckpt"
         for query in QUERIES:
@@ -582,7 +612,7 @@ def run(
     try:
         for keys in params.sizes:
             rows, facts = lifecycle.measure(
-                keys, params.files, params.s3_cycle, params.savepoint_reps
+                keys, params.files, params.s3_cycle, params.savepoint_reps, params.read_state
             )
             section.rows += rows
             all_facts.append(facts)

@@ -63,7 +63,7 @@ def parameters(quick: bool) -> dict[str, Any]:
             ),
             "cli": cli_latency.CliParams(runs=3),
             "lifecycle": lifecycle.LifecycleParams(
-                sizes=(2_000,), files=2, s3_cycle=False, savepoint_reps=1
+                sizes=(2_000,), files=2, s3_cycle=False, savepoint_reps=1, read_state=False
             ),
             "profiling": profiling.ProfilingParams(
                 small_files=200, small_size=4096, big_files=4, big_size=1 << 20

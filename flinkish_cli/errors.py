@@ -57,3 +57,13 @@ class StorageError(FlinkishError):
 
 class SavepointError(FlinkishError):
     """A savepoint that cannot be taken, read, restored or disposed of."""
+
+
+class StateError(FlinkishError):
+    """State that cannot be read: what was named is not a savepoint, a checkpoint or a job
+    with state, an operator or store it does not have, a damaged state file, or an export
+    target that cannot take the state."""
+
+
+class StateNotFoundError(StateError):
+    """A query, operator or store that what was named does not have."""

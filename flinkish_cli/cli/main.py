@@ -41,6 +41,10 @@ ACTIONS: dict[str, tuple[str, str]] = {
         "flinkish_cli.cli.commands.checkpoint:checkpoint",
         "Wait for a job's next completed checkpoint.",
     ),
+    "state": (
+        "flinkish_cli.cli.commands.state:state",
+        "List, show or export the state of a savepoint, a checkpoint or a job.",
+    ),
     "logs": ("flinkish_cli.cli.commands.logs:logs", "Show a job's driver log."),
     "config": ("flinkish_cli.cli.commands.config_cmd:config", "Show the effective configuration."),
     "web": ("flinkish_cli.cli.commands.web:web", "Serve Flink's REST API and /metrics."),

@@ -12,10 +12,12 @@ command written before them keeps its signature); :func:`general_options` reads 
 the click context. Their meaning in flinkish:
 
 - ``-t`` / ``-e``: ``execution.target`` for every action (:func:`load_config` adds it); only
-  ``run`` acts on it, the registry actions find jobs in storage whatever the target.
+  ``run`` acts on it, the job actions reach jobs the same way whatever the target.
 - ``-m``: for ``run``, the address handed to submission (a Spark master, or a session
-  cluster's ``host:port``); the registry actions accept and ignore it, as jobs are found
-  through ``execution.checkpointing.dir``, not through a JobManager.
+  cluster's ``host:port``); for the job actions (``list``, ``cancel``, ``stop``,
+  ``savepoint``, ``checkpoint``, ``info <JobID>``, ``logs``), ``host:port`` is the REST
+  endpoint (``flinkish web``) they go through, as Flink's CLI goes through its JobManager
+  (:func:`job_client`; a Spark master there names no endpoint).
 - ``-z``: accepted and ignored with a warning (flinkish has no ZooKeeper high availability).
 - ``-yid``: accepted and ignored with a warning on registry actions; ``run`` refuses it.
 
@@ -91,8 +93,8 @@ def common_options(func: F) -> F:
             ("-m", "--jobmanager"),
             "jobmanager",
             "<host:port>",
-            "For run: a Spark master or a session cluster's host:port. Other actions accept "
-            "and ignore it (jobs are found in storage).",
+            "The REST endpoint (flinkish web) the job actions go through; for run, also a "
+            "Spark master or a session cluster's host:port.",
         ),
         (
             ("-t", "--target"),
@@ -187,14 +189,38 @@ def load_config(
 
 def _sweep_dead_runs(config: Any) -> None:
     """Every command sweeps the run directories of jobs whose supervisor was killed: their
-    private Spark properties file (secrets included) must not outlive the job."""
+    private Spark properties file (secrets included) must not outlive the job. A log
+    directory without run directories costs one listing (the sweeper is not even imported)."""
     import contextlib
+    import os
     from pathlib import Path
 
-    from flinkish_cli.submission.launcher import sweep_run_dirs
+    from flinkish_cli.plan.rundir import RUN_DIR_PREFIX
 
+    log_dir = Path(str(config.get("env.log.dir"))).expanduser()
     with contextlib.suppress(Exception):  # housekeeping never fails a command
-        sweep_run_dirs(Path(str(config.get("env.log.dir"))).expanduser())
+        with os.scandir(log_dir) as entries:
+            if not any(entry.name.startswith(RUN_DIR_PREFIX) for entry in entries):
+                return
+        from flinkish_cli.submission.launcher import sweep_run_dirs
+
+        sweep_run_dirs(log_dir)
+
+
+def job_client(config: Any) -> Any:
+    """The job client of a job action: through the REST endpoint that ``-m host:port`` (or
+    ``rest.address``) names, or over the registry in storage
+    (:func:`flinkish_cli.client.connect.job_client`); ``--verbose`` says which."""
+    import os
+
+    from flinkish_cli.cli.output import echo
+    from flinkish_cli.client.connect import job_client as connect
+
+    def note(line: str) -> None:
+        if VERBOSE["on"] or os.environ.get("FLINKISH_VERBOSE"):
+            echo(f"INFO: {line}", err=True)
+
+    return connect(config, general_options().jobmanager, note)
 
 
 def ignored_general_options(general: GeneralOptions, action: str | None = None) -> list[str]:

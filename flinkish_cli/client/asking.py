@@ -8,6 +8,11 @@ the command withdraws it (see :mod:`flinkish_cli.registry.control`). When two co
 to end one job at once (``stop`` and ``cancel``), the driver accepts the first and refuses
 the second as "already ending"; the second command then waits for the job's end and reports
 the job's actual outcome, with exit status 1.
+
+The same functions serve both of the job client's transports: they read jobs through a
+:class:`Lookup` (the registry in storage, or ``flinkish web``'s view of it) and carry
+requests through a :class:`Channel` (the control channel in storage, or the endpoint's
+trigger routes), so a command prints the same lines whichever it went through.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from typing import Protocol
 
 from flinkish_cli.errors import JobError, RequestInterruptedError
 from flinkish_cli.registry.control import (
@@ -30,6 +36,33 @@ from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.protocol import Action, Command, to_request
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableStatusError
+
+
+class Lookup(Protocol):
+    """Where the waiting functions read jobs: :class:`~flinkish_cli.registry.store.JobRegistry`
+    or the REST client's view of a registry."""
+
+    def find(self, job_id: str) -> JobStatus | None: ...
+
+    def get(self, job_id: str) -> JobStatus: ...
+
+
+class Channel(Protocol):
+    """How a request reaches a job and its answer comes back:
+    :class:`~flinkish_cli.registry.control.ControlChannel` or the REST client's."""
+
+    job_id: str
+
+    def send(self, request: ControlRequest) -> ControlRequest: ...
+
+    def response(self, request_id: str) -> ControlResponse | None: ...
+
+    def withdraw(self, request_id: str) -> bool: ...
+
+    def claimed(self, request_id: str) -> bool: ...
+
+    def forget(self, request_id: str) -> None: ...
+
 
 #: How long a command whose end request lost a race waits for the job's actual outcome.
 END_WAIT = 120.0
@@ -49,7 +82,7 @@ WHAT = {
 }
 
 
-def require_running(registry: JobRegistry, job_id: str, action: str) -> JobStatus:
+def require_running(registry: Lookup, job_id: str, action: str) -> JobStatus:
     """The job's status, if it can take ``action``; a clear :class:`JobError` otherwise."""
     job_id = parse_job_id(job_id)
     try:
@@ -95,13 +128,25 @@ def send_detached(
     return request.request_id
 
 
-def ask(registry: JobRegistry, job_id: str, command: Command, timeout: float) -> ControlResponse:
+def ask(
+    registry: Lookup,
+    job_id: str,
+    command: Command,
+    timeout: float,
+    channel: Channel | None = None,
+    pause: float | None = None,
+) -> ControlResponse:
     """Send ``command`` to the job's driver and wait for its response.
 
     The request expires when this gives up. On a time-out, Ctrl-C (KeyboardInterrupt) or
     SIGTERM the request is withdrawn; the error says whether the job had already started it.
+    ``channel`` (the registry's control channel when None) carries it; ``pause`` is the time
+    between looks for the answer (half the driver's poll interval when None).
     """
-    channel = ControlChannel(registry, job_id)
+    if channel is None:
+        assert isinstance(registry, JobRegistry)
+        channel = ControlChannel(registry, job_id)
+        pause = poll_interval(registry.storage) / 2 if pause is None else pause
     request = to_request(command)
     what = WHAT.get(request.action, request.action)
     request.expires = time.time() + timeout
@@ -110,7 +155,7 @@ def ask(registry: JobRegistry, job_id: str, command: Command, timeout: float) ->
     channel.send(request)
     try:
         with _sigterm_interrupts():
-            response = _wait(registry, channel, request, timeout, driver)
+            response = _wait(registry, channel, request, timeout, driver, pause or 0.05)
     except KeyboardInterrupt:
         if channel.withdraw(request.request_id):
             raise RequestInterruptedError(
@@ -143,16 +188,16 @@ def ask(registry: JobRegistry, job_id: str, command: Command, timeout: float) ->
 
 
 def _wait(
-    registry: JobRegistry,
-    channel: ControlChannel,
+    registry: Lookup,
+    channel: Channel,
     request: ControlRequest,
     timeout: float,
     driver: int | None,
+    pause: float,
 ) -> ControlResponse | None:
     """The response, or None on a time-out; :class:`JobError` when the job cannot answer."""
     job_id, what = channel.job_id, WHAT.get(request.action, request.action)
     deadline = time.monotonic() + timeout
-    pause = poll_interval(registry.storage) / 2
     while time.monotonic() < deadline:
         response = channel.response(request.request_id)
         if response is not None:
@@ -184,7 +229,7 @@ def _wait(
     return None
 
 
-def late_response(channel: ControlChannel, request_id: str) -> ControlResponse | None:
+def late_response(channel: Channel, request_id: str) -> ControlResponse | None:
     """A response written just as the job ended (the status may be written first): read
     again for a moment once the job is seen ended, before concluding it never answered."""
     for _ in range(LATE_POLLS):
@@ -200,7 +245,7 @@ def _driver_of(status: JobStatus | None) -> int | None:
     return None if status is None else status.pid
 
 
-def _forget_quietly(channel: ControlChannel, request_id: str) -> None:
+def _forget_quietly(channel: Channel, request_id: str) -> None:
     with contextlib.suppress(Exception):
         channel.forget(request_id)
 
@@ -222,19 +267,17 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def wait_for_end(registry: JobRegistry, job_id: str, timeout: float) -> JobStatus:
+def wait_for_end(registry: Lookup, job_id: str, timeout: float, pause: float = 0.2) -> JobStatus:
     """Wait until the job is in a terminal state (its last status after ``timeout``)."""
     deadline = time.monotonic() + timeout
     while True:
         status = registry.get(job_id)
         if status.effective_state().is_terminal or time.monotonic() > deadline:
             return status
-        time.sleep(0.2)
+        time.sleep(pause)
 
 
-def refused_end(
-    registry: JobRegistry, job_id: str, action: str, response: ControlResponse
-) -> JobError:
+def refused_end(registry: Lookup, job_id: str, action: str, response: ControlResponse) -> JobError:
     """The error for an end request (stop, cancel) that the driver refused.
 
     When the job is ending anyway (another stop or cancel won the race, or the refused stop
@@ -261,7 +304,7 @@ def refused_end(
 _ENDING = (JobState.CANCELLING, JobState.FAILING)
 
 
-def _ending(registry: JobRegistry, job_id: str, within: float = 3.0) -> bool:
+def _ending(registry: Lookup, job_id: str, within: float = 3.0) -> bool:
     """Whether the job is ending or has ended (CANCELLING, FAILING, or a terminal state), as
     its status shows within ``within`` seconds (the driver writes it as it starts ending)."""
     deadline = time.monotonic() + within

@@ -1,8 +1,12 @@
 """The job client: every action on flinkish's jobs, as Flink's ``ClusterClient`` is for Flink.
 
-The CLI's commands call it, and so will every other front end (a REST API, upgrades): they
-parse and present, the client acts. Each method takes plain arguments and returns plain
-results or raises a :class:`~flinkish_cli.errors.FlinkishError` that says what went wrong.
+The CLI's commands call it, and so do ``flinkish web``'s REST API and upgrades: they parse
+and present, the client acts. Each method takes plain arguments and returns plain results or
+raises a :class:`~flinkish_cli.errors.FlinkishError` that says what went wrong.
+
+This client reads and writes the registry in storage. Its twin,
+:class:`~flinkish_cli.client.rest.RestJobClient`, does the same through ``flinkish web``;
+:func:`~flinkish_cli.client.connect.job_client` picks one of them for a command.
 
 A local savepoint directory given relative (``./sp``) is resolved against the caller's
 working directory before the request leaves this process: the job's driver runs elsewhere.
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.asking import (
+    Channel,
+    Lookup,
     ask,
     late_response,
     refused_end,
@@ -25,6 +31,7 @@ from flinkish_cli.client.asking import (
     wait_for_end,
 )
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError, UsageError
+from flinkish_cli.registry.control import DETACHED_TTL, ControlResponse
 from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
@@ -35,24 +42,42 @@ from flinkish_cli.registry.protocol import (
     SAVEPOINT_TIMEOUT,
     Cancel,
     CheckpointDone,
+    Command,
     SavepointDone,
     StopWithSavepoint,
     TriggerCheckpoint,
     TriggerSavepoint,
 )
 from flinkish_cli.registry.status import JobState, JobStatus
-from flinkish_cli.registry.store import JobRegistry, UnreadableJob, registry_for
+from flinkish_cli.registry.store import (
+    JobRegistry,
+    RegistryIdentity,
+    UnreadableJob,
+    registry_for,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from flinkish_cli.client.state_reads import StateReads
     from flinkish_cli.registry.graph import JobGraph
     from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
+    from flinkish_cli.state.export import Export
+    from flinkish_cli.state.model import StateListing, StoreRows
     from flinkish_cli.submission.run import Presenter
     from flinkish_cli.submission.submit import RunRequest
 
 SCHEMES = ("file://", "s3://", "s3a://", "hdfs://")
-__all__ = ["JobClient", "StopOutcome", "TriggerResult", "is_trigger_id", "resolve_local"]
+__all__ = [
+    "DETACHED_TTL",
+    "JobClient",
+    "StopOutcome",
+    "TriggerResult",
+    "is_trigger_id",
+    "resolve_local",
+]
 
 
 def resolve_local(path: str) -> str:
@@ -93,6 +118,8 @@ class TriggerResult:
     ok: bool = False
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: str | None = None
+    #: the error itself, when it is known whole (a disposal's)
+    failure: FlinkishError | None = None
 
 
 @dataclass
@@ -123,9 +150,15 @@ class StopOutcome:
 class JobClient:
     """Every action on the jobs of one configuration's registry."""
 
-    def __init__(self, config: Any) -> None:
+    #: Where this client reaches the jobs (for messages, and ``--verbose``).
+    transport = "storage"
+
+    def __init__(self, config: Any, keep_reads: bool = False) -> None:
         self.config = config
+        #: a long-running process (flinkish web) keeps what it read and revalidates it
+        self.keep_reads = keep_reads
         self._registry: JobRegistry | None = None
+        self._state_reads: StateReads | None = None
 
     def open(self) -> JobClient:
         """Open the registry now, so that a storage that cannot be used fails here."""
@@ -136,16 +169,46 @@ class JobClient:
     def registry(self) -> JobRegistry:
         """The registry the configuration names (opened on first use)."""
         if self._registry is None:
-            self._registry = registry_for(self.config)
+            self._registry = registry_for(self.config, keep_reads=self.keep_reads)
         return self._registry
+
+    def identity(self) -> RegistryIdentity:
+        """Which registry this client acts on (no I/O): ``flinkish web`` serves it, and the
+        CLI compares it before it goes through an endpoint."""
+        return self.registry.identity()
 
     # -- starting a job --------------------------------------------------------------------
     def submit(self, request: RunRequest, presenter: Presenter) -> JobStatus:
         """Run a job (``flinkish run``): prepare, start, and follow it or detach; what the
         user sees goes through ``presenter``. The job's status when it ran, or ended."""
+        from flinkish_cli.client.connect import submission_client
+
+        remote = submission_client(self.config, request)
+        if remote is not None:  # -m names a flinkish web that takes programs
+            return remote.submit(request, presenter)
         from flinkish_cli.submission.run import submit_and_follow
 
         return submit_and_follow(request, self.config, presenter)
+
+    def upload_program(self, archive: bytes, upload_dir: str) -> str:
+        """``flinkish web``: keep an uploaded program's zip under ``upload_dir``; its id."""
+        from pathlib import Path
+
+        from flinkish_cli.submission.upload import unpack
+
+        return unpack(archive, Path(upload_dir).expanduser())
+
+    def run_upload(self, upload_dir: str, upload_id: str, body: Any, session_cluster: str) -> str:
+        """``flinkish web``: start an uploaded program on the session cluster, with the
+        configuration its run request carries (:mod:`flinkish_cli.submission.upload`); its
+        JobID."""
+        from pathlib import Path
+
+        from flinkish_cli.submission import upload
+
+        run = upload.UploadedRun.from_json(body)
+        found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
+        return upload.start_uploaded(found, run, session_cluster)
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting
@@ -173,6 +236,20 @@ class JobClient:
         """The job's status; None when the registry has no such job."""
         return self.registry.find(parse_job_id(job_id))
 
+    def get(self, job_id: str) -> JobStatus:
+        """The job's status; a :class:`JobError` naming where it looked when there is none."""
+        return self.registry.get(parse_job_id(job_id))
+
+    def status_document(self, job_id: str) -> str:
+        """The job's status file as the registry holds it (JSON text); the errors of
+        :meth:`get`."""
+        return self.registry.status_text(parse_job_id(job_id))
+
+    def job_listing(self) -> tuple[list[dict[str, Any]], list[UnreadableJob]]:
+        """Every job's status document without its recent progress, newest first, and the
+        unreadable jobs (:meth:`~flinkish_cli.registry.store.JobRegistry.listing`)."""
+        return self.registry.listing()
+
     def log(
         self, job_id: str, follow: bool = False, last_lines: int | None = None
     ) -> Iterator[str]:
@@ -184,8 +261,37 @@ class JobClient:
             self.registry, parse_job_id(job_id), log_dir, follow=follow, last_lines=last_lines
         )
 
+    # -- the transport (RestJobClient answers these through flinkish web) ------------------
+    def _lookup(self) -> Lookup:
+        """Where the waiting actions read jobs."""
+        return self.registry
+
+    def _channel(self, job_id: str) -> Channel:
+        """How a request reaches the job and its answer comes back."""
+        from flinkish_cli.registry.control import ControlChannel
+
+        return ControlChannel(self.registry, job_id)
+
+    def _pause(self) -> float:
+        """Seconds between looks for a request's answer."""
+        from flinkish_cli.registry.control import poll_interval
+
+        return poll_interval(self.registry.storage) / 2
+
+    def _end_pause(self) -> float:
+        """Seconds between looks for a job's end."""
+        return 0.2
+
+    def _target(self, given: str | None) -> str:
+        """The directory a savepoint goes to (:func:`savepoint_target`)."""
+        return savepoint_target(self.config, given)
+
+    def _ask(self, job_id: str, command: Command, timeout: float) -> ControlResponse:
+        channel = self._channel(job_id)
+        return ask(self._lookup(), job_id, command, timeout, channel, self._pause())
+
     def _running(self, job_id: str, action: str) -> JobStatus:
-        return require_running(self.registry, parse_job_id(job_id), action)
+        return require_running(self._lookup(), parse_job_id(job_id), action)
 
     # -- ending a job ----------------------------------------------------------------------
     def cancel(self, job_id: str, timeout: float = CANCEL_TIMEOUT, wait: bool = True) -> JobStatus:
@@ -215,7 +321,7 @@ class JobClient:
     ) -> tuple[str, StopWithSavepoint]:
         status = self._running(job_id, _stop_action(end_state))
         command = StopWithSavepoint(
-            target=savepoint_target(self.config, target),
+            target=self._target(target),
             drain=drain,
             format_type=fmt,
             end_state=end_state.value,
@@ -238,13 +344,13 @@ class JobClient:
         the savepoint's path and the state the job ended in."""
         action = _stop_action(end_state)
         job_id, command = self._stop_command(job_id, target, drain, end_state, format_type, upgrade)
-        response = ask(self.registry, job_id, command, SAVEPOINT_TIMEOUT)
+        response = self._ask(job_id, command, SAVEPOINT_TIMEOUT)
         if not response.ok:
             if response.result.get("unreadable"):
                 raise SavepointError(f"Stopping job {job_id} failed: {response.error}")
-            raise refused_end(self.registry, job_id, action, response)
+            raise refused_end(self._lookup(), job_id, action, response)
         path = _savepoint_path(response.result, job_id)
-        final = wait_for_end(self.registry, job_id, END_TIMEOUT)
+        final = wait_for_end(self._lookup(), job_id, END_TIMEOUT, self._end_pause())
         return StopOutcome(job_id, path, final.effective_state(), final.effective_failure_cause())
 
     def stop_detached(
@@ -255,21 +361,23 @@ class JobClient:
         format_type: str = "CANONICAL",
         end_state: JobState = JobState.FINISHED,
         trigger_id: str | None = None,
+        ttl: float = DETACHED_TTL,
     ) -> str:
         """Ask a running job to stop with a savepoint without waiting; the trigger id (the
-        caller's, when it chose one: see :func:`~flinkish_cli.client.asking.send_detached`)."""
+        caller's, when it chose one: see :func:`~flinkish_cli.client.asking.send_detached`).
+        The job carries it out within ``ttl`` seconds, or never."""
         job_id, command = self._stop_command(job_id, target, drain, end_state, format_type)
         detached = dataclasses.replace(command, detached=True)
-        return send_detached(self.registry, job_id, detached, trigger_id=trigger_id)
+        return send_detached(self.registry, job_id, detached, ttl, trigger_id)
 
     # -- savepoints and checkpoints --------------------------------------------------------
     def savepoint(self, job_id: str, target: str | None, format_type: str = "CANONICAL") -> str:
         """Take a savepoint of a running job; its path."""
         status = self._running(job_id, "take a savepoint of")
         command = TriggerSavepoint(
-            savepoint_target(self.config, target), format_type, explicit_target=target is not None
+            self._target(target), format_type, explicit_target=target is not None
         )
-        response = ask(self.registry, status.job_id, command, SAVEPOINT_TIMEOUT)
+        response = self._ask(status.job_id, command, SAVEPOINT_TIMEOUT)
         if not response.ok:
             raise SavepointError(f"Savepoint of job {status.job_id} failed: {response.error}")
         return _savepoint_path(response.result, status.job_id)
@@ -280,6 +388,7 @@ class JobClient:
         target: str | None,
         format_type: str = "CANONICAL",
         trigger_id: str | None = None,
+        ttl: float = DETACHED_TTL,
     ) -> str:
         """Ask a running job for a savepoint without waiting; the trigger id."""
         status = self._running(job_id, "take a savepoint of")
@@ -289,14 +398,37 @@ class JobClient:
             detached=True,
             explicit_target=target is not None,
         )
-        return send_detached(self.registry, status.job_id, command, trigger_id=trigger_id)
+        return send_detached(self.registry, status.job_id, command, ttl, trigger_id)
 
-    def checkpoint_detached(self, job_id: str, trigger_id: str | None = None) -> str:
+    def checkpoint_detached(
+        self, job_id: str, trigger_id: str | None = None, ttl: float = DETACHED_TTL
+    ) -> str:
         """Ask a running job for its next checkpoint without waiting; the trigger id."""
         status = self._running(job_id, "checkpoint")
-        return send_detached(
-            self.registry, status.job_id, TriggerCheckpoint(), trigger_id=trigger_id
-        )
+        return send_detached(self.registry, status.job_id, TriggerCheckpoint(), ttl, trigger_id)
+
+    # -- a request's answer, for the REST client's waiting commands -------------------------
+    def trigger_answer(self, job_id: str, trigger_id: str) -> tuple[ControlResponse | None, bool]:
+        """The job's answer to a request (None while it has none) and whether its driver
+        has claimed the request."""
+        from flinkish_cli.registry.control import ControlChannel
+
+        channel = ControlChannel(self.registry, parse_job_id(job_id))
+        response = channel.response(trigger_id)
+        return response, response is not None or channel.claimed(trigger_id)
+
+    def withdraw(self, job_id: str, trigger_id: str) -> bool:
+        """Take a request back: True when the job will never carry it out, False when its
+        driver had claimed it already."""
+        from flinkish_cli.registry.control import ControlChannel
+
+        return ControlChannel(self.registry, parse_job_id(job_id)).withdraw(trigger_id)
+
+    def forget(self, job_id: str, trigger_id: str) -> None:
+        """Remove an answered request, its claim and its answer."""
+        from flinkish_cli.registry.control import ControlChannel
+
+        ControlChannel(self.registry, parse_job_id(job_id)).forget(trigger_id)
 
     def trigger_result(self, job_id: str, trigger_id: str) -> TriggerResult | None:
         """Where a detached trigger of the job stands; None when the job has no such trigger
@@ -321,7 +453,7 @@ class JobClient:
     def checkpoint(self, job_id: str) -> CheckpointDone:
         """Wait for the job's next completed checkpoint (a committed batch of every query)."""
         status = self._running(job_id, "checkpoint")
-        response = ask(self.registry, status.job_id, TriggerCheckpoint(), CHECKPOINT_TIMEOUT)
+        response = self._ask(status.job_id, TriggerCheckpoint(), CHECKPOINT_TIMEOUT)
         if not response.ok:
             raise SavepointError(f"Checkpoint of job {status.job_id} failed: {response.error}")
         return checkpoint_of(status.job_id, response.result)
@@ -332,7 +464,7 @@ class JobClient:
         from flinkish_cli.savepoints.dispose import dispose
         from flinkish_cli.storage import open_for_config
 
-        path = path.rstrip("/")
+        path = resolve_local(path).rstrip("/")
         manifest = dispose(open_for_config(path, self.config), path)
         try:
             SavepointHistory(self.registry).mark_disposed(manifest.job_id, path)
@@ -342,6 +474,7 @@ class JobClient:
     def dispose_detached(self, path: str) -> str:
         """Dispose of a savepoint now and keep the outcome in the registry under a new
         trigger id (Flink's asynchronous disposal): the trigger id."""
+        from flinkish_cli.client.wire import error_document
         from flinkish_cli.registry import operations
         from flinkish_cli.registry.control import new_request_id
 
@@ -349,19 +482,23 @@ class JobClient:
         try:
             self.dispose_savepoint(path)
         except FlinkishError as error:
-            operations.record(self.registry, trigger_id, False, error.message)
+            operations.record(
+                self.registry, trigger_id, False, error.message, error_document(error)
+            )
         else:
             operations.record(self.registry, trigger_id, True, None)
         return trigger_id
 
     def disposal_result(self, trigger_id: str) -> TriggerResult | None:
         """The outcome of :meth:`dispose_detached`; None for an unknown trigger id."""
+        from flinkish_cli.client.wire import error_from_document
         from flinkish_cli.registry import operations
 
         outcome = operations.result(self.registry, trigger_id)
         if outcome is None:
             return None
-        return TriggerResult(True, outcome[0], error=outcome[1])
+        ok, error, detail = outcome
+        return TriggerResult(True, ok, error=error, failure=error_from_document(detail))
 
     def job_configuration(self, job_id: str) -> dict[str, str]:
         """The configuration the job runs with (never a secret: the kept program's, see
@@ -434,9 +571,12 @@ class JobClient:
             return history.all()
         return history.of_lineage(self.registry.get(parse_job_id(job_id)).job_id)
 
-    def savepoint_info(self, path: str, rows: bool = True) -> dict[str, Any]:
-        """What a savepoint (or retained checkpoint) holds, with state row counts."""
-        from flinkish_cli.savepoints.inspect import count_state_rows, describe
+    def savepoint_info(
+        self, path: str, rows: bool = True, notice: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
+        """What a savepoint (or retained checkpoint) holds, with each stateful operator's
+        state rows per store (read by :mod:`flinkish_cli.state`) unless ``rows`` is false."""
+        from flinkish_cli.savepoints.inspect import describe
         from flinkish_cli.savepoints.restore import open_source
         from flinkish_cli.storage import open_for_config
 
@@ -445,18 +585,96 @@ class JobClient:
         summary = describe(source.manifest)
         summary["path"] = path
         if rows and any(q.stateful for q in source.manifest.queries):
-            from flinkish_cli.config import to_spark
+            from flinkish_cli.state.api import list_state
 
-            conf = to_spark(self.config).conf
-            hadoop = {k: v for k, v in conf.items() if k.startswith("spark.hadoop.")}
-            by_query: dict[str, dict[int, dict[str, int]]] = {}
-            for item in count_state_rows(path, source.manifest, hadoop):
-                by_query.setdefault(item.query, {})[item.operator_id] = item.rows
+            listing = list_state(path, self.config, notice=notice, verify=False)
             for query in summary["queries"]:
-                rows_of = by_query.get(query["name"], {})
+                state = listing.query(query["name"])
                 for operator in query["stateful-operators"]:
-                    operator["rows"] = rows_of.get(operator["id"], {})
+                    found = state.operator(operator["id"]) if state else None
+                    operator["rows"] = {s.name: s.rows for s in found.stores} if found else {}
         return summary
+
+    # -- state -----------------------------------------------------------------------------
+    def state_listing(
+        self,
+        target: str,
+        query: str | None = None,
+        operator: int | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> StateListing:
+        """``state ls`` of a savepoint, a retained checkpoint or a JobID (its queries'
+        checkpoints at their latest committed batches, read from a copy)."""
+        from flinkish_cli.state.api import list_state
+
+        return list_state(target, self.config, query, operator, notice)
+
+    def state_rows(
+        self,
+        target: str,
+        query: str | None = None,
+        operator: int | None = None,
+        store: str | None = None,
+        key: str | None = None,
+        limit: int = 20,
+        notice: Callable[[str], None] | None = None,
+    ) -> list[StoreRows]:
+        """``state show``: each chosen store's rows, biggest keys first."""
+        from flinkish_cli.state.api import show_state
+
+        return show_state(target, self.config, query, operator, store, key, limit, notice)
+
+    def export_state(
+        self,
+        target: str,
+        directory: str,
+        fmt: str,
+        query: str | None = None,
+        operator: int | None = None,
+        store: str | None = None,
+        overwrite: bool = False,
+        notice: Callable[[str], None] | None = None,
+    ) -> Export:
+        """``state export``: the chosen stores as Parquet or JSON lines under ``directory``."""
+        from flinkish_cli.state.api import export_state
+
+        return export_state(
+            target, directory, self.config, fmt, query, operator, store, overwrite, notice
+        )
+
+    def job_state(self, job_id: str) -> dict[str, Any]:
+        """``state ls`` of a job as a document, read in a child process (for a long-lived
+        caller: :mod:`flinkish_cli.client.state_reads`), cached by the job's batches."""
+        return self._read_state(job_id, {"action": "ls"})
+
+    def job_state_rows(
+        self,
+        job_id: str,
+        query: str,
+        operator: int,
+        store: str | None = None,
+        key: str | None = None,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        """``state show`` of one operator of a job as a document (see :meth:`job_state`)."""
+        request = {
+            "action": "show",
+            "query": query,
+            "operator": operator,
+            "store": store,
+            "key": key,
+            "limit": limit,
+        }
+        return self._read_state(job_id, request)
+
+    def _read_state(self, job_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        from flinkish_cli.client.state_reads import StateReads
+
+        status = self.registry.get(parse_job_id(job_id))
+        if self._state_reads is None:
+            self._state_reads = StateReads(self.config)
+        batches = {name: q.last_committed_batch for name, q in status.queries.items()}
+        return self._state_reads.read(status.job_id, batches, request)
 
     def last_savepoint(self, job_id: str) -> SavepointRecord | None:
         """The job's last savepoint: the newest completed one of its history (see

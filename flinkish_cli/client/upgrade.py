@@ -17,7 +17,11 @@ program does not become stable (the Flink Kubernetes Operator's upgrade, without
    says so, and says so. ``last-state`` cancels the job (if it still runs) and starts from its
    retained checkpoints; ``stateless`` cancels it and starts empty.
 3. **Start** the new program (a new JobID, linked both ways: ``upgraded_from`` and
-   ``upgraded_to``), with ``run``'s options.
+   ``upgraded_to``), with ``run``'s options; with ``-m host:port`` naming a ``flinkish web``
+   that takes programs (``web.submit.enable``), the program (and a rollback's previous
+   one) is uploaded and started there, as ``run`` does
+   (:meth:`~flinkish_cli.client.rest.RestJobClient.start_program`); the old job's state and
+   the new job's stability are still read in the registry in storage.
 4. **Wait for stability** for ``flinkish.upgrade.readiness.timeout``: the job is RUNNING, its
    program reached its first wait (its queries are all started, as Flink's ``execute()``),
    and every query reported progress in this job (committed a batch, or found no input to
@@ -44,7 +48,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.jobs import JobClient, savepoint_target
@@ -66,7 +70,7 @@ from flinkish_cli.spark.failures import headline
 
 if TYPE_CHECKING:
     from flinkish_cli.submission.launcher import Launched
-    from flinkish_cli.submission.submit import PreparedJob, RunRequest
+    from flinkish_cli.submission.submit import RunRequest
 
 #: How often the upgrade looks at the new job while it waits for stability.
 POLL_SECONDS = 0.5
@@ -151,16 +155,16 @@ class Upgrade:
             source = self._take_state(old)
             outcome.source, outcome.mode = source, self.mode
             baseline = self._baseline(old, source)
-            new, launched = self._start(self.request.program, self.config, source, old.job_id)
-            outcome.new_job_id, outcome.new_job_dir = new.plan.job_id, new.plan.job_dir
-            status_writer.link_upgrade(self.registry, old.job_id, new.plan.job_id)
-            reason = self._wait_stable(new, launched)
+            new = self._start(self.request.program, self.config, source, old.job_id)
+            outcome.new_job_id, outcome.new_job_dir = new.job_id, new.job_dir
+            status_writer.link_upgrade(self.registry, old.job_id, new.job_id)
+            reason = self._wait_stable(new)
             if reason is None:
                 outcome.result = Result.STABLE
                 self._discard_replaced(old.job_id)
                 return outcome
             outcome.reason = reason
-            committed = self._committed_beyond(new.plan.job_id, baseline)
+            committed = self._committed_beyond(new.job_id, baseline)
             if committed:
                 outcome.reason += (
                     f", after committing output ({committed}) that a rollback would have to undo"
@@ -170,7 +174,7 @@ class Upgrade:
                 outcome.result = Result.UNSTABLE
             else:
                 outcome.previous_program = rollback.program
-                self._roll_back(new.plan.job_id, rollback, source)
+                self._roll_back(new.job_id, rollback, source)
                 rollback = None if outcome.result is Result.ROLLED_BACK else rollback
             return outcome
         finally:
@@ -260,7 +264,10 @@ class Upgrade:
         replaces: str,
         rolled_back: bool = False,
         shown: str = "",
-    ) -> tuple[PreparedJob, Launched]:
+    ) -> _Started:
+        """Start the new (or the previous) program from ``source``: uploaded to the endpoint
+        ``-m`` names when it takes programs (``web.submit.enable``), else from here."""
+        from flinkish_cli.client.connect import submission_client
         from flinkish_cli.submission import submit
         from flinkish_cli.submission.run import restore_plan
 
@@ -271,27 +278,38 @@ class Upgrade:
             upgraded_from=replaces,
             rolled_back=rolled_back,
             shutdown_on_attached_exit=False,
+            # checked against the state before the old job was touched (step 1); a rollback
+            # restores what the previous program had
+            leave_out={} if rolled_back else self.leave_out,
         )
-        leave_out = {} if rolled_back else self.leave_out  # checked before (step 1)
-        prepared = submit.prepare(request, config, restore_plan(request, config, None, leave_out))
+        remote = submission_client(config, request)
+        if remote is not None:
+            job_id = remote.start_program(request)
+            self.presenter.submitted(job_id)
+            status = self.registry.find(job_id)
+            log_path = (status.log_path if status is not None else None) or ""
+            return _Started(job_id, self.registry.job_dir(job_id), log_path, None)
+        prepared = submit.prepare(request, config, restore_plan(request, config))
         if rolled_back:  # the program is still the one the user deployed, not our copy
             prepared.program.origin = shown
         launched = submit.start(prepared)
         self.presenter.submitted(prepared.plan.job_id)
-        return prepared, launched
+        return _Started(
+            prepared.plan.job_id, prepared.plan.job_dir, str(prepared.log_path), launched
+        )
 
-    def _wait_stable(self, new: PreparedJob, launched: Launched) -> str | None:
+    def _wait_stable(self, new: _Started) -> str | None:
         """None once the new job is stable; else why it is not."""
         timeout = self.config.get("flinkish.upgrade.readiness.timeout").total_seconds()
         deadline = time.monotonic() + timeout
         while True:
-            status = self.registry.find(new.plan.job_id)
+            status = self.registry.find(new.job_id)
             if status is not None:
                 verdict = judge(status)
                 if verdict.stable or verdict.failure:
                     return verdict.failure
-            if launched.process.poll() is not None:
-                status = self.registry.find(new.plan.job_id)
+            if new.exited():
+                status = self.registry.find(new.job_id)
                 verdict = judge(status) if status is not None else None
                 if verdict is not None and (verdict.stable or verdict.failure):
                     return verdict.failure
@@ -308,13 +326,16 @@ class Upgrade:
         self._cancel_if_live(failed)
         from flinkish_cli.submission import launcher
 
-        prepared, launched = self._start(
+        started = self._start(
             rollback.request, rollback.config, source, failed, True, rollback.program
         )
-        outcome.rollback_job_id = prepared.plan.job_id
-        status_writer.link_upgrade(self.registry, failed, prepared.plan.job_id)
+        outcome.rollback_job_id = started.job_id
+        status_writer.link_upgrade(self.registry, failed, started.job_id)
         try:
-            status = launcher.wait_until_running(prepared.registry, prepared.plan.job_id, launched)
+            if started.process is not None:
+                status = launcher.wait_until_running(self.registry, started.job_id, started.process)
+            else:
+                status = _until_running(self.registry, started.job_id)
         except JobError as error:
             outcome.reason = f"{outcome.reason}, and the rollback job did not run: {error.message}"
             outcome.result = Result.FAILED
@@ -328,6 +349,31 @@ class Upgrade:
 
 
 # -- helpers --------------------------------------------------------------------------------
+@dataclass
+class _Started:
+    """A job the upgrade started: its supervisor's process when it started here (None when
+    the endpoint started it: its registry status then tells whether it ended)."""
+
+    job_id: str
+    job_dir: str
+    log_path: str
+    process: Launched | None
+
+    def exited(self) -> bool:
+        return self.process is not None and self.process.process.poll() is not None
+
+
+def _until_running(registry: Any, job_id: str, timeout: float = 300.0) -> JobStatus:
+    """A job started elsewhere, until it runs or has ended (its status in the registry)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = registry.find(job_id)
+        if status is not None and (status.state is JobState.RUNNING or status.state.is_terminal):
+            return status
+        time.sleep(0.2)
+    raise JobError(f"Job {job_id} did not reach RUNNING within {timeout:.0f} s.")
+
+
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
 

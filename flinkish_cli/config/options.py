@@ -622,9 +622,11 @@ OPTIONS: tuple[Option, ...] = (
         Str(),
         E,
         "Host that clients use to reach the cluster's REST endpoint (flinkish web, as "
-        "Flink's JobManager): target 'remote' asks it for its session cluster (run -m "
-        "host:port wins), and flinkish web answers requests addressed to this name "
-        "(besides its bind address, localhost and loopback; more in "
+        "Flink's JobManager): the job actions (list, cancel, stop, savepoint, checkpoint, "
+        "info <JobID>, logs) go through it when a flinkish web of the same registry answers "
+        "there, and read the registry in storage otherwise; target 'remote' asks it for its "
+        "session cluster (-m host:port wins over both), and flinkish web answers requests "
+        "addressed to this name (besides its bind address, localhost and loopback; more in "
         "flinkish.web.allowed-hosts). Started by scripts/start-cluster.sh --session.",
         RUNTIME,
     ),
@@ -888,9 +890,10 @@ OPTIONS: tuple[Option, ...] = (
         "flinkish.web.auth-token",
         Str(),
         MO,
-        "Bearer token flinkish web requires (Authorization: Bearer <token>; Flink's CLI "
-        "sends it with FLINK_REST_CLIENT_HEADERS). Give it as a secret reference "
-        "(${env:VAR} or ${file:path}), never on a command line. Required off loopback.",
+        "Bearer token flinkish web requires (Authorization: Bearer <token>), and that "
+        "flinkish's CLI sends to the endpoint it goes through (Flink's CLI sends it with "
+        "FLINK_REST_CLIENT_HEADERS). Give it as a secret reference (${env:VAR} or "
+        "${file:path}), never on a command line. Required off loopback.",
         RUNTIME,
     ),
     Option(
@@ -905,8 +908,9 @@ OPTIONS: tuple[Option, ...] = (
         "web.submit.enable",
         Bool(),
         MO,
-        "Program uploads through the REST API: flinkish web never takes them (true is "
-        "refused at start).",
+        "Program uploads through the REST API: with true, flinkish web in front of a session "
+        "cluster takes programs from 'flinkish run -m host:port' and starts them there "
+        "(off loopback only with flinkish.web.auth-token, as every request).",
         RUNTIME,
         default="false",
     ),
@@ -1220,7 +1224,8 @@ OPTIONS: tuple[Option, ...] = (
         note="Saves seconds of every driver's start. The archive is made by "
         "scripts/setup.sh, or in the background by the first job that finds none; a stale "
         "or refused archive is one line in the job's log and the driver starts without it. "
-        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions).",
+        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions), and the "
+        "local Spark that 'flinkish state' and 'savepoint info' start to read state.",
     ),
     Option(
         "env.log.max",

@@ -96,14 +96,22 @@ class SavepointRecord:
     record_id: str = field(default_factory=_new_record_id)
 
     def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as its file holds it (its time in epoch seconds, exactly)."""
         data = asdict(self)
         data["trigger"], data["state"] = self.trigger.value, self.state.value
-        return json.dumps(data, sort_keys=True)
+        return data
 
     @classmethod
     def from_json(cls, text: str) -> SavepointRecord:
         """:class:`ValueError` (or TypeError) when ``text`` is not a savepoint record."""
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SavepointRecord:
+        """:meth:`from_json` of a document already parsed (:meth:`to_dict`'s)."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         record = cls(**data)

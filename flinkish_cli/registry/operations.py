@@ -2,7 +2,12 @@
 (``POST /savepoint-disposal``), whose result its caller polls by trigger id later, possibly
 from another ``flinkish web`` process::
 
-    <root>/_flinkish/operations/<trigger id>.json     {"ok": bool, "error": str | null}
+    <root>/_flinkish/operations/<trigger id>.json     {"ok": bool, "error": str | null,
+                                                       "failure": {...} | null}
+
+``failure`` is the error whole (its class, message and hint, as the job client's transport
+writes errors: :mod:`flinkish_cli.client.wire`), kept so that flinkish's CLI disposing
+through ``flinkish web`` says exactly what it says disposing itself.
 
 Kept in the registry, so that the web endpoint itself holds no state; for
 :data:`RESULT_TTL` after the operation (Flink's ``rest.async.store-duration`` is shorter:
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from flinkish_cli.registry.control import made
 from flinkish_cli.registry.store import META_DIR, JobRegistry
@@ -35,10 +41,17 @@ def _path(registry: JobRegistry, trigger_id: str) -> str:
     return join(_dir(registry), f"{trigger_id}{SUFFIX}")
 
 
-def record(registry: JobRegistry, trigger_id: str, ok: bool, error: str | None) -> None:
-    """Keep the outcome of the operation ``trigger_id``, and forget those past
-    :data:`RESULT_TTL`."""
-    registry.storage.write_text(_path(registry, trigger_id), json.dumps({"ok": ok, "error": error}))
+def record(
+    registry: JobRegistry,
+    trigger_id: str,
+    ok: bool,
+    error: str | None,
+    failure: dict[str, Any] | None = None,
+) -> None:
+    """Keep the outcome of the operation ``trigger_id`` (``failure``: the error as a JSON
+    document), and forget those past :data:`RESULT_TTL`."""
+    document = {"ok": ok, "error": error, "failure": failure}
+    registry.storage.write_text(_path(registry, trigger_id), json.dumps(document))
     expire(registry)
 
 
@@ -53,9 +66,11 @@ def expire(registry: JobRegistry, now: float | None = None) -> int:
     return expired
 
 
-def result(registry: JobRegistry, trigger_id: str) -> tuple[bool, str | None] | None:
-    """The outcome of ``trigger_id``: (ok, error), or None when there is none (or it is
-    damaged: an unreadable result is no result)."""
+def result(
+    registry: JobRegistry, trigger_id: str
+) -> tuple[bool, str | None, dict[str, Any] | None] | None:
+    """The outcome of ``trigger_id``: (ok, error, failure), or None when there is none (or
+    it is damaged: an unreadable result is no result)."""
     try:
         data = json.loads(registry.storage.read_text(_path(registry, trigger_id)))
     except FileNotFoundError:
@@ -64,5 +79,9 @@ def result(registry: JobRegistry, trigger_id: str) -> tuple[bool, str | None] | 
         return None
     if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
         return None
-    error = data.get("error")
-    return data["ok"], error if isinstance(error, str) else None
+    error, failure = data.get("error"), data.get("failure")
+    return (
+        data["ok"],
+        error if isinstance(error, str) else None,
+        failure if isinstance(failure, dict) else None,
+    )

@@ -2,11 +2,16 @@
 query, longer than the status file's recent batches::
 
     <root>/<JobID>/_flinkish/series.json
-    {"fields": ["time", "batch", ...], "queries": {"<query>": [[<one value per field>], ...]}}
+    {"fields": ["time", "batch", ...], "queries": {"<query>": [[<one value per field>], ...]},
+     "operators": {"<query>": {"names": [<Spark's operator name>, ...],
+                               "points": [[time, [rows, bytes], [rows, bytes], ...], ...]}}}
 
 Each point is one completed micro-batch (one Flink checkpoint): its time (epoch ms), batch
 id, input and processing rate (rows/s), duration (ms), rows read, state rows and bytes, and
-the sources' lag (null where the source does not report one). At most :data:`SERIES_POINTS`
+the sources' lag (null where the source does not report one). ``operators`` holds, for a
+query with stateful operators, each operator's state rows and bytes per batch (in the order
+Spark reports its operators, which is their ids' order), for the dashboard's State tab; a
+series written before it was kept has none. At most :data:`SERIES_POINTS`
 points per query, oldest dropped first: with Spark's default trigger of a batch as soon as the
 last one ends, and a batch every few seconds, that is the last hour or so.
 
@@ -71,11 +76,30 @@ def _valid(entry: Any) -> bool:
     ) and (lag is None or (isinstance(lag, (int, float)) and math.isfinite(lag)))
 
 
+def _valid_operators(entry: Any) -> bool:
+    """``{"names": [...], "points": [[time, [rows, bytes], ...], ...]}``."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("names"), list):
+        return False
+    points = entry.get("points")
+    return isinstance(points, list) and all(
+        isinstance(p, list)
+        and len(p) == len(entry["names"]) + 1
+        and isinstance(p[0], int)
+        and all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(n, int) for n in v)
+            for v in p[1:]
+        )
+        for p in points
+    )
+
+
 @dataclass
 class Series:
-    """Per query, its points, oldest first."""
+    """Per query, its points, oldest first (and its stateful operators' sizes)."""
 
     queries: dict[str, list[list[Any]]] = field(default_factory=dict)
+    #: per query, ``{"names": [...], "points": [[time, [rows, bytes], ...], ...]}``
+    operators: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def merge(self, status: JobStatus) -> bool:
         """Add the status's recent batches newer than the last point of their query; True
@@ -90,17 +114,35 @@ class Series:
                     points.append(entry)
                     last = entry[0]
                     added = True
+                    self._add_operators(name, entry[0], progress)
             del points[:-SERIES_POINTS]
         return added
 
+    def _add_operators(self, query: str, time: int, progress: Progress) -> None:
+        if not progress.operators:
+            return
+        names = [op[0] for op in progress.operators]
+        kept = self.operators.get(query)
+        if kept is None or kept["names"] != names:  # a new query, or a changed program
+            kept = self.operators[query] = {"names": names, "points": []}
+        kept["points"].append([time, *[[op[1], op[2]] for op in progress.operators]])
+        del kept["points"][:-SERIES_POINTS]
+
     def with_recent(self, status: JobStatus) -> Series:
         """A copy with the status's newest batches folded in (the series file lags them)."""
-        copy = Series({name: list(points) for name, points in self.queries.items()})
+        copy = Series(
+            {name: list(points) for name, points in self.queries.items()},
+            {
+                name: {"names": list(kept["names"]), "points": list(kept["points"])}
+                for name, kept in self.operators.items()
+            },
+        )
         copy.merge(status)
         return copy
 
     def to_json(self) -> str:
-        return json.dumps({"fields": list(FIELDS), "queries": self.queries}, allow_nan=False)
+        document = {"fields": list(FIELDS), "queries": self.queries, "operators": self.operators}
+        return json.dumps(document, allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str) -> Series:
@@ -114,12 +156,18 @@ class Series:
         queries = data.get("queries")
         if not isinstance(queries, dict):
             return cls()
+        operators = data.get("operators")
         return cls(
             {
                 name: [p for p in points if _valid(p)][-SERIES_POINTS:]
                 for name, points in queries.items()
                 if is_query_name(name) and isinstance(points, list)
-            }
+            },
+            {
+                name: entry
+                for name, entry in (operators if isinstance(operators, dict) else {}).items()
+                if is_query_name(name) and _valid_operators(entry)
+            },
         )
 
 

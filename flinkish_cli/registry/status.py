@@ -74,6 +74,12 @@ class Progress:
     state_bytes: int = 0
     #: records the query is behind its sources' latest offsets, where they report it (Kafka)
     lag: float | None = None
+    #: each stateful operator's ``[Spark's name, state rows, state bytes in memory]``, in
+    #: the order Spark reports them (its operator ids' order)
+    operators: list[list[Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.operators = _operators(self.operators)
 
     def line(self, query: str) -> str:
         """The batch in one line of the job's log."""
@@ -110,7 +116,29 @@ class Progress:
             watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
             state_bytes=sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
             lag=sum(behind) if behind else None,
+            operators=[
+                [
+                    str(op.get("operatorName") or ""),
+                    int(op.get("numRowsTotal") or 0),
+                    int(op.get("memoryUsedBytes") or 0),
+                ]
+                for op in operators
+                if isinstance(op, dict)
+            ],
         )
+
+
+def _operators(value: Any) -> list[list[Any]]:
+    """``[name, rows, bytes]`` entries of a progress as read (a damaged entry is dropped)."""
+    if not isinstance(value, list):
+        return []
+    return [
+        [str(entry[0]), int(entry[1]), int(entry[2])]
+        for entry in value
+        if isinstance(entry, list)
+        and len(entry) == 3
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in entry[1:])
+    ]
 
 
 def parse_timestamp(text: str) -> int:
@@ -301,7 +329,11 @@ class JobStatus:
         Raises :class:`ValueError` (naming the problem) for anything that is not a job status:
         not a JSON object, no valid JobID, a query name that is not a safe query identity.
         """
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> JobStatus:
+        """:meth:`from_json` of a document already parsed (the same checks)."""
         if not isinstance(data, dict):
             raise ValueError(f"it holds a JSON {type(data).__name__}, not a job status object")
         if not is_job_id(str(data.get("job_id", ""))):
@@ -359,6 +391,20 @@ class JobStatus:
             "upgraded_to": self.upgraded_to,
             "rolled_back": self.rolled_back,
         }
+
+
+def without_progress(data: dict[str, Any]) -> dict[str, Any]:
+    """A status document (``status.json`` parsed) without each query's recent progress: what
+    a job list needs of it (its lines and ``list --output json`` show none of the progress,
+    which is most of the document). :meth:`JobStatus.from_dict` reads it back."""
+    queries = data.get("queries")
+    if not isinstance(queries, dict):
+        return data
+    kept = {
+        name: {k: v for k, v in q.items() if k != "recent"} if isinstance(q, dict) else q
+        for name, q in queries.items()
+    }
+    return {**data, "queries": kept}
 
 
 def _shown(value: object) -> str:

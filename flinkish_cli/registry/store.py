@@ -13,21 +13,28 @@ A status file that cannot be read as this job's status (damaged, foreign, writte
 something else) raises :class:`UnreadableStatusError` when the job is asked for by its
 JobID, and is reported as an :class:`UnreadableJob` by :meth:`JobRegistry.scan`: one bad
 file never hides the other jobs.
+
+A long-running reader (``flinkish web``) opens the registry with a :class:`StatusCache`:
+it keeps what it read and revalidates it on every read (a conditional read per status file:
+S3's ``If-None-Match`` with the ETag, a ``stat`` on local disk), so it parses only what
+changed and never answers with a status that is not the file's. :class:`RegistryIdentity`
+says which registry this is, without touching the storage.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import FlinkishError, JobError, StorageError
 from flinkish_cli.registry.jobid import is_job_id, parse_job_id
 from flinkish_cli.registry.names import is_query_name
-from flinkish_cli.registry.status import JobStatus
+from flinkish_cli.registry.status import JobStatus, without_progress
 
 if TYPE_CHECKING:
     from flinkish_cli.config import Configuration
@@ -62,12 +69,73 @@ class UnreadableJob:
     modified: float | None = None
 
 
+@dataclass(frozen=True)
+class RegistryIdentity:
+    """Which registry: its root as its storage locates it (:meth:`Storage.location`: an
+    absolute local path, or an S3 path with its endpoint; never a secret), and a short id
+    of that location. ``flinkish web`` says which registry it serves with it, and the CLI
+    compares it with its own configuration's before it asks the server anything."""
+
+    location: str
+    id: str
+
+    @classmethod
+    def of(cls, location: str) -> RegistryIdentity:
+        import hashlib
+
+        return cls(location, hashlib.sha256(location.encode()).hexdigest()[:16])
+
+
+class _Read:
+    """A status file as read: the status and its text (the job list's document of it is
+    made from the text once, when first asked for)."""
+
+    __slots__ = ("_listed", "status", "text")
+
+    def __init__(self, status: JobStatus, text: str) -> None:
+        self.status, self.text = status, text
+        self._listed: dict[str, Any] | None = None
+
+    def listed(self) -> dict[str, Any]:
+        if self._listed is None:
+            self._listed = without_progress(json.loads(self.text))
+        return self._listed
+
+
+class StatusCache:
+    """What a long-running reader of the registry (``flinkish web``) keeps of the status
+    files it read, each with its storage version (:meth:`Storage.read_if_changed`: an ETag on
+    S3, the inode, times and size on local disk). Never a cache that can lie: every read
+    asks the storage whether the file is still that version, and takes the file's content
+    when it is not; a job's directory gone is a job gone. What it saves is the transfer and
+    the parsing of statuses that did not change. The statuses it hands out are shared:
+    callers read them and never change them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, tuple[str, _Read]] = {}
+
+    def get(self, path: str) -> tuple[str, _Read] | None:
+        with self._lock:
+            return self._kept.get(path)
+
+    def keep(self, path: str, version: str, read: _Read) -> None:
+        with self._lock:
+            self._kept[path] = (version, read)
+
+    def drop(self, path: str) -> None:
+        with self._lock:
+            self._kept.pop(path, None)
+
+
 class JobRegistry:
     """The jobs kept under one checkpoint root."""
 
-    def __init__(self, root: str, storage: Storage) -> None:
+    def __init__(self, root: str, storage: Storage, cache: StatusCache | None = None) -> None:
         self.root = root.rstrip("/")
         self.storage = storage
+        #: what this process keeps of the status files it read (None: it reads them anew)
+        self.cache = cache
 
     @classmethod
     def open(cls, root: str, settings: object | None = None) -> JobRegistry:
@@ -105,20 +173,33 @@ class JobRegistry:
 
         :class:`UnreadableStatusError` when the file is there but is not this job's status.
         """
-        job_id = parse_job_id(job_id)
+        kept = self._load(parse_job_id(job_id))
+        return None if kept is None else kept.status
+
+    def _load(self, job_id: str) -> _Read | None:
+        """The job's status file, read and checked (or, when this registry keeps what it
+        read, revalidated: see :class:`StatusCache`); None when there is none."""
         path = self.status_path(job_id)
         try:
-            text = self.storage.read_text(path)
+            version, raw = self._read_status(path)
+        except ValueError as error:  # bytes that are not UTF-8
+            raise UnreadableStatusError(job_id, path, f"it is not text ({error})") from error
         except FileNotFoundError:
+            self._forget(path)
             return None
         except StorageError:
             if not self.storage.exists(path):
+                self._forget(path)
                 return None
             raise
-        except ValueError as error:  # bytes that are not UTF-8
-            raise UnreadableStatusError(job_id, path, f"it is not text ({error})") from error
         except IsADirectoryError as error:
             raise UnreadableStatusError(job_id, path, "it is a directory") from error
+        if isinstance(raw, _Read):
+            return raw
+        try:
+            text = raw if isinstance(raw, str) else raw.decode("utf-8")
+        except ValueError as error:  # bytes that are not UTF-8
+            raise UnreadableStatusError(job_id, path, f"it is not text ({error})") from error
         try:
             status = JobStatus.from_json(text)
         except json.JSONDecodeError as error:
@@ -130,7 +211,27 @@ class JobRegistry:
         problem = _problem(status, job_id)
         if problem:
             raise UnreadableStatusError(job_id, path, problem)
-        return status
+        read = _Read(status, text)
+        if self.cache is not None and version is not None:
+            self.cache.keep(path, version, read)
+        return read
+
+    def _read_status(self, path: str) -> tuple[str | None, str | bytes | _Read]:
+        """The status file's version and content, or what the cache keeps of it when that is
+        still the file."""
+        if self.cache is None:
+            return None, self.storage.read_text(path)
+        known = self.cache.get(path)
+        version, data = self.storage.read_if_changed(path, known[0] if known else None)
+        if data is None and known is not None:
+            return version, known[1]
+        if data is None:  # a storage that answered "unchanged" to no version: read it
+            return None, self.storage.read_bytes(path)
+        return version, data
+
+    def _forget(self, path: str) -> None:
+        if self.cache is not None:
+            self.cache.drop(path)
 
     def get(self, job_id: str) -> JobStatus:
         """The job's status; :class:`JobError` naming where it looked when there is none."""
@@ -143,6 +244,16 @@ class JobRegistry:
                 "configuration (execution.checkpointing.dir) as the job.",
             )
         return status
+
+    def status_text(self, job_id: str) -> str:
+        """The job's status file as text (checked as :meth:`get` checks it), with
+        :meth:`get`'s errors."""
+        job_id = parse_job_id(job_id)
+        read = self._load(job_id)
+        if read is None:
+            self.get(job_id)  # raises "No job with JobID..."
+            raise AssertionError  # pragma: no cover
+        return read.text
 
     def job_ids(self) -> Iterator[str]:
         """The JobIDs that have a directory under the root."""
@@ -171,10 +282,31 @@ class JobRegistry:
         unreadable = sorted((s for s in found if isinstance(s, UnreadableJob)), key=_by_id)
         return sorted(statuses, key=lambda s: s.start_time, reverse=True), unreadable
 
+    def listing(self) -> tuple[list[dict[str, Any]], list[UnreadableJob]]:
+        """:meth:`scan` as documents for a job list: each readable job's status document
+        without its queries' recent progress (:func:`~.status.without_progress`), newest
+        first, and the unreadable jobs."""
+        ids = list(self.job_ids())
+        if not ids:
+            return [], []
+        with ThreadPoolExecutor(max_workers=min(16, len(ids))) as pool:
+            found = list(pool.map(self._read_or_problem, ids))
+        read = sorted((r for r in found if isinstance(r, _Read)), key=_newest_first)
+        unreadable = sorted((r for r in found if isinstance(r, UnreadableJob)), key=_by_id)
+        return [r.listed() for r in read], unreadable
+
+    def identity(self) -> RegistryIdentity:
+        """Which registry this is (where its storage locates the root: no I/O)."""
+        return RegistryIdentity.of(self.storage.location(self.root))
+
     def _find_or_problem(self, job_id: str) -> JobStatus | UnreadableJob | None:
+        found = self._read_or_problem(job_id)
+        return found.status if isinstance(found, _Read) else found
+
+    def _read_or_problem(self, job_id: str) -> _Read | UnreadableJob | None:
         path = self.status_path(job_id)
         try:
-            return self.find(job_id)
+            return self._load(job_id)
         except UnreadableStatusError as error:
             reason = error.reason
         except FlinkishError as error:
@@ -192,6 +324,10 @@ class JobRegistry:
 
 def _by_id(job: UnreadableJob) -> str:
     return job.job_id
+
+
+def _newest_first(read: _Read) -> float:
+    return -read.status.start_time
 
 
 def _problem(status: JobStatus, job_id: str) -> str | None:
@@ -233,9 +369,11 @@ def _finite(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def registry_for(config: Configuration) -> JobRegistry:
-    """The registry that ``config`` names with execution.checkpointing.dir."""
+def registry_for(config: Configuration, keep_reads: bool = False) -> JobRegistry:
+    """The registry that ``config`` names with execution.checkpointing.dir; ``keep_reads``
+    for a long-running reader that keeps what it read and revalidates it (:class:`StatusCache`)."""
     from flinkish_cli.storage import open_for_config
 
     root = str(config.get("execution.checkpointing.dir"))
-    return JobRegistry(root.rstrip("/"), open_for_config(root, config))
+    cache = StatusCache() if keep_reads else None
+    return JobRegistry(root.rstrip("/"), open_for_config(root, config), cache)

@@ -326,7 +326,7 @@ def _from_progress(builder: _Builder) -> tuple[list[Node], list[Edge]]:
             Node(
                 builder.key(STATEFUL),
                 STATEFUL,
-                progress_label(name),
+                _progress_label(name),
                 "",
                 name,
                 operator_id=operator_id,
@@ -347,9 +347,7 @@ def _from_progress(builder: _Builder) -> tuple[list[Node], list[Edge]]:
     return nodes, builder.edges
 
 
-def progress_label(name: str) -> str:
-    """What a user calls the stateful operator Spark names ``name`` in its progress and its
-    checkpoint's operator metadata (``stateStoreSave``: Aggregation)."""
+def _progress_label(name: str) -> str:
     for operator, reported in PROGRESS_NAMES.items():
         if reported == name:
             return STATEFUL_OPERATORS[operator]

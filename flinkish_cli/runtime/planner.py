@@ -55,11 +55,12 @@ class _Planner:
 
 @contextlib.contextmanager
 def dry_run(
-    entry: Entry, spark_conf: dict[str, str], master: str
+    entry: Entry, spark_conf: dict[str, str], master: str, class_data_sharing: bool = False
 ) -> Iterator[tuple[Any, hooks.QueryController]]:
-    """Run ``entry`` to its end without starting a query: the session and the controller
-    that recorded each query's writer (``controller.writers``, identity -> writer, in the
-    order of start). A :class:`~flinkish_cli.errors.JobError` when the program fails."""
+    """Run ``entry`` to its end without starting a query: the session (mapping the drivers'
+    class-data sharing archive with ``class_data_sharing``) and the controller that recorded
+    each query's writer (``controller.writers``, identity -> writer, in the order of start).
+    A :class:`~flinkish_cli.errors.JobError` when the program fails."""
     from flinkish_cli.errors import FlinkishError, JobError
     from flinkish_cli.runtime.flavour import classic
     from flinkish_cli.runtime.program import run_program
@@ -69,7 +70,7 @@ def dry_run(
     def stop(spark: Any) -> None:  # the script's stop() is patched to keep the session
         hooks.stop_session(classic(), spark)
 
-    with local_session(master, spark_conf, stop) as spark:
+    with local_session(master, spark_conf, stop, class_data_sharing) as spark:
         controller = hooks.QueryController(_Planner(), classic())
         hooks.install(controller)
         try:

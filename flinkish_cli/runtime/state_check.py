@@ -7,6 +7,7 @@ Spark configuration, secrets included)::
 
     {"entry": {"kind", "target", "args", "archive_name"}, "path": [<dirs or zips for
      sys.path>], "conf": {<Spark key>: <value>}, "master": "local[*]",
+     "class_data_sharing": <map the drivers' archive (env.java.class-data-sharing)>,
      "queries": [{"name", "batch", "copy": <local directory or null>, "offsets": <the
                   offset log's metadata line, JSON>}]}
 
@@ -48,19 +49,10 @@ import sys
 from typing import Any
 
 from flinkish_cli.runtime.compatibility import Operator, PlannedQuery, SparkRefusal
+from flinkish_cli.state.model import operator_kind
 
 _PACKAGE = "org.apache.spark.sql.execution.streaming"
 _STATE_STORE_WRITER = f"{_PACKAGE}.operators.stateful.StateStoreWriter"
-
-
-def operator_kind(spark_name: str | None) -> str:
-    """What a user calls the operator Spark names ``spark_name`` (``stateStoreSave``)."""
-    from flinkish_cli.runtime.graph_builder import progress_label
-
-    if not spark_name:
-        return "stateful operator"
-    label = progress_label(spark_name)
-    return label[0].lower() + label[1:] if label[1:2].islower() else label
 
 
 def plan_all(request: dict[str, Any]) -> dict[str, Any]:
@@ -74,10 +66,9 @@ def plan_all(request: dict[str, Any]) -> dict[str, Any]:
     entry = Entry(**request["entry"])
     saved = {str(q["name"]): q for q in request.get("queries") or []}
     try:
-        with dry_run(entry, dict(request.get("conf") or {}), str(request["master"])) as (
-            spark,
-            controller,
-        ):
+        conf, master = dict(request.get("conf") or {}), str(request["master"])
+        sharing = bool(request.get("class_data_sharing"))
+        with dry_run(entry, conf, master, sharing) as (spark, controller):
             queries = [
                 _plan_query(spark, controller.flavour, identity, writer, saved.get(identity))
                 for identity, writer in controller.writers.items()

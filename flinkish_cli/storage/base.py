@@ -22,7 +22,13 @@ Contract, for all backends:
   holds besides files and directories, so a savepoint with a link can be refused before it
   is read, restored or deleted;
 - :meth:`Storage.sync_tree` makes a tree durable (``fsync`` of every file and directory on
-  the local disk; S3 objects and closed HDFS files are durable already).
+  the local disk; S3 objects and closed HDFS files are durable already);
+- :meth:`Storage.read_if_changed` lets a long-running reader keep what it read and ask
+  again cheaply: it returns the file's version (an ETag on S3, the inode, times and size on
+  the local disk) and the content only when the version is not the one the reader has;
+- :meth:`Storage.location` names where a path is, the same in every process that reaches
+  it the same way, never with a secret (processes compare it to know they share a
+  registry).
 """
 
 from __future__ import annotations
@@ -145,6 +151,13 @@ class Storage(abc.ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"
 
+    def location(self, path: str) -> str:
+        """Where ``path`` is, as a string two processes compare to know they reach the same
+        files (the same on every host that reaches them the same way), never with a secret.
+        Here: ``path`` itself; backends normalise it (an absolute local path, one S3 scheme
+        and the endpoint)."""
+        return path.rstrip("/") or path
+
     def local_path(self, path: str) -> str | None:
         """Where ``path`` is on this machine's file system, or None when this storage is not
         the local file system (a copy to it must then go through this process or a server)."""
@@ -197,6 +210,14 @@ class Storage(abc.ABC):
 
     def read_text(self, path: str, encoding: str = "utf-8") -> str:
         return self.read_bytes(path).decode(encoding)
+
+    def read_if_changed(self, path: str, version: str | None) -> tuple[str | None, bytes | None]:
+        """The file's version and its content, or ``(version, None)`` when its version is
+        still ``version`` (the caller's copy is the file). The version and the content
+        returned always belong together. :class:`StorageNotFoundError` for a missing file.
+
+        Here, without a cheap version: read every time, version None (nothing is kept)."""
+        return None, self.read_bytes(path)
 
     def checksum(self, path: str) -> str:
         """The SHA-256 (hex) of the file ``path``, read as a stream."""

@@ -56,6 +56,10 @@ class LocalStorage(Storage):
     def local_path(self, path: str) -> str:
         return local_path(path)
 
+    def location(self, path: str) -> str:
+        """``file://`` and the real absolute path (symbolic links resolved)."""
+        return "file://" + os.path.realpath(local_path(path))
+
     # -- errors ----------------------------------------------------------------------------
     def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:
         if isinstance(error, FileNotFoundError):
@@ -161,6 +165,17 @@ class LocalStorage(Storage):
     def read_bytes(self, path: str) -> bytes:
         with self._errors("read", path), open(local_path(path), "rb") as stream:
             return stream.read()
+
+    def read_if_changed(self, path: str, version: str | None) -> tuple[str | None, bytes | None]:
+        """The version is the open file's inode, modification and change times (ns) and size:
+        every write replaces the file by a rename (a new inode, new times), and the content
+        is read from the very file whose version is returned."""
+        with self._errors("read", path), open(local_path(path), "rb") as stream:
+            st = os.fstat(stream.fileno())
+            current = f"{st.st_ino}-{st.st_mtime_ns}-{st.st_ctime_ns}-{st.st_size}"
+            if current == version:
+                return current, None
+            return current, stream.read()
 
     def download_file(self, src: str, local_dest: str) -> None:
         self._copy_local(local_path(src), local_path(local_dest), src)

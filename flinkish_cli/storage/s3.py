@@ -103,6 +103,12 @@ class S3Storage(Storage):
     def describe(self) -> str:
         return f"{self.root} on {self._where()}"
 
+    def location(self, path: str) -> str:
+        """``s3://bucket/key`` (``s3a://`` written as ``s3://``) and the endpoint, if any."""
+        loc = parse_s3(path)
+        where = f" at {redact_url(self.endpoint).rstrip('/').lower()}" if self.endpoint else ""
+        return f"s3://{loc.bucket}/{loc.key}".rstrip("/") + where
+
     # -- the client ------------------------------------------------------------------------
     @property
     def client(self) -> Any:
@@ -285,6 +291,24 @@ class S3Storage(Storage):
             body = self.client.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
             try:
                 return body.read()
+            finally:
+                body.close()
+
+    def read_if_changed(self, path: str, version: str | None) -> tuple[str | None, bytes | None]:
+        """One ``GetObject`` with ``If-None-Match: <the ETag known>``: S3 answers 304 without
+        a body while the object is unchanged (reads are strongly consistent)."""
+        loc = self._file(path)
+        extra = {"IfNoneMatch": version} if version else {}
+        with self._errors("read", path):
+            try:
+                answer = self.client.get_object(Bucket=loc.bucket, Key=loc.key, **extra)
+            except Exception as error:
+                if version and error_code(error) in ("304", "NotModified"):
+                    return version, None
+                raise
+            body = answer["Body"]
+            try:
+                return answer.get("ETag"), body.read()
             finally:
                 body.close()
 

@@ -8,6 +8,9 @@
   it runs.
 - :mod:`.restore_check` checks the program against the state it restores (``run -s``,
   ``upgrade``) before anything starts.
+- :mod:`.upload`       a program sent to ``flinkish web`` (``web.submit.enable``): the CLI zips
+  it, the server unpacks it privately and starts it with the configuration sent, in an
+  environment without the server's secrets.
 
 The plan itself is :mod:`flinkish_cli.plan`'s; what runs in the job's processes is
 :mod:`flinkish_cli.runtime`'s.

@@ -5,10 +5,16 @@ A user knows one address, as with Flink's JobManager: ``scripts/start-cluster.sh
 starts the Connect server and ``flinkish web`` in front of it (given the Connect address as
 ``flinkish.web.session-cluster``), and ``flinkish run -m host:port`` asks that endpoint::
 
-    GET http://host:port/flinkish/cluster   {"session-cluster": "sc://127.0.0.1:15002", ...}
+    GET http://host:port/flinkish/cluster   {"session-cluster": "sc://127.0.0.1:15002",
+                                             "registry": {"location": ..., "id": ...}, ...}
+
+The same document says which registry the endpoint serves (``registry``: its location and
+id, never a secret), which flinkish's CLI compares with its own configuration's before any
+other command goes through the endpoint (:mod:`flinkish_cli.client.connect`).
 
 ``rest.address``/``rest.port`` name the same endpoint in the configuration. ``sc://host:port``
-still names a Connect server directly, without asking anyone.
+still names a Connect server directly, without asking anyone; :func:`is_spark_master` owns
+the rule of which ``-m`` values name a Spark master rather than an endpoint.
 
 Compatibility: before this, a bare ``host:port`` named the Connect server itself. When what
 answers at ``host:port`` speaks HTTP/2 only (a Spark Connect server's gRPC port answers an
@@ -28,6 +34,12 @@ from flinkish_cli.errors import JobError
 CLUSTER_PATH = "/flinkish/cluster"
 #: The document's key holding the Connect address (``sc://host:port``) or null.
 SESSION_KEY = "session-cluster"
+#: The document's key holding the registry it serves: ``{"location": ..., "id": ...}``.
+REGISTRY_KEY = "registry"
+#: The document's key saying whether it takes programs (``web.submit.enable``).
+SUBMIT_KEY = "submit"
+#: The document's key holding the server's flinkish version.
+VERSION_KEY = "flinkish-version"
 TIMEOUT_SECONDS = 10.0
 _START_HINT = (
     "Start a session cluster with scripts/start-cluster.sh --session (it starts flinkish web "
@@ -42,6 +54,16 @@ class SessionCluster:
 
     master: str
     notice: str | None = None
+
+
+def is_spark_master(value: str) -> bool:
+    """Whether ``-m`` names a Spark master (``local``, ``local[N]``, ``local-cluster[...]``,
+    ``spark://``, ``sc://``, ``k8s://``, ``yarn``, Flink's ``yarn-cluster``) rather than a
+    REST endpoint ``host:port`` (``localhost:8081`` is an endpoint)."""
+    value = value.strip()
+    return value in ("local", "yarn", "yarn-cluster") or value.startswith(
+        ("local[", "local-cluster[", "spark://", "k8s://", "sc://")
+    )
 
 
 def split_address(address: str) -> tuple[str, int]:

@@ -87,12 +87,14 @@ def launch(
     restarts_here: bool = True,
     watch_pid: int | None = None,
     client: bool = False,
+    environment: dict[str, str] | None = None,
 ) -> Launched:
     """Write the private files and start the job's supervisor in a session of its own.
 
     The supervisor (:mod:`.supervisor`) starts ``spark-submit`` and restarts a driver that
     dies; its standard output is the driver's (the script's prints), piped to an attached
-    CLI or appended to the job's log.
+    CLI or appended to the job's log. ``environment`` replaces this process's environment
+    (a job submitted through flinkish web gets none of the server's).
     """
     write_private(run_dir / PROPERTIES_FILE, properties_text(command.properties))
     (run_dir / LOG4J2_FILE).write_text(log4j_configuration(log_path))
@@ -109,7 +111,7 @@ def launch(
         cds_missing=command.cds_missing,
     ).write(run_dir)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    child_env = dict(os.environ)
+    child_env = dict(os.environ if environment is None else environment)
     for variable in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_DRIVER_PYTHON_OPTS", "PYSPARK_SUBMIT_ARGS"):
         child_env.pop(variable, None)
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child

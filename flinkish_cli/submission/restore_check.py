@@ -131,12 +131,14 @@ def check_restore(
     subject: str,
     untouched: str,
     planner: Callable[[dict[str, Any], float], dict[str, Any]] | None = None,
+    environment: dict[str, str] | None = None,
 ) -> Verdict:
     """Check ``request``'s program against ``saved``; refuses a mismatch with a
     :class:`SavepointError` (``"<subject> does not fit <state>: ..."``, the hint ending with
     ``untouched``), says on ``notice`` what is allowed or cannot be told, and returns the
     verdict (its :attr:`~Verdict.leave_out` goes into the restore plan). ``planner`` stands
-    for the child process (tests)."""
+    for the child process (tests); ``environment`` is the child's (this process's by
+    default: a server passes the one its jobs run with)."""
     if not enabled(config):
         return Verdict()
     unreachable = [q.manifest.name for q in saved.queries if q.storage is None]
@@ -151,7 +153,11 @@ def check_restore(
     with tempfile.TemporaryDirectory(prefix="flinkish-state-check-") as temp:
         queries, saved_queries = _copy_metadata(saved, temp)
         timeout = config.get(TIMEOUT).total_seconds()
-        answer = (planner or run_planner)(_request(request, config, queries), timeout)
+        payload = _request(request, config, queries)
+        if planner is not None:
+            answer = planner(payload, timeout)
+        else:
+            answer = run_planner(payload, timeout, environment)
     verdict = _verdict(answer, saved_queries, bool(request.allow_non_restored_state))
     refusal = verdict.refusal()
     if refusal is not None:
@@ -249,16 +255,21 @@ def _request(request: RunRequest, config: Any, queries: list[dict[str, Any]]) ->
         "path": path,
         "conf": {k: v for k, v in translation.conf.items() if k != "spark.master"},
         "master": master,
+        "class_data_sharing": bool(config.get("env.java.class-data-sharing")),
         "queries": queries,
     }
 
 
-def run_planner(request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run :mod:`flinkish_cli.runtime.state_check` in a process of its own: its answer, or
-    one whose ``failure`` says why there is none (it took longer than ``timeout``, or
-    crashed). The child and everything it started (Spark's JVM) go when it is done."""
+def run_planner(
+    request: dict[str, Any], timeout: float, environment: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run :mod:`flinkish_cli.runtime.state_check` in a process of its own (with
+    ``environment``, else this one's): its answer, or one whose ``failure`` says why there
+    is none (it took longer than ``timeout``, or crashed). The child and everything it
+    started (Spark's JVM) go when it is done."""
     child = subprocess.Popen(
         [sys.executable, "-m", "flinkish_cli.runtime.state_check"],
+        env=environment,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

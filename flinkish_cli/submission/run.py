@@ -39,10 +39,7 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
     if request.detached:
         status = launch_detached(request, config, presenter.notice)
         if status.state is JobState.FAILED:
-            raise JobFailedError(
-                f"Job {status.job_id} failed at start-up: {status.failure_cause}",
-                f"The full log is {status.log_path} ('flinkish logs {status.job_id}').",
-            )
+            raise started_failed(status)
         presenter.submitted(status.job_id)
         presenter.ended(status, detached=True)
         return status
@@ -65,19 +62,33 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
         presenter.close()
     assert status is not None
     presenter.ended(status, detached=False)
+    return attached_end(status, str(prepared.log_path), str(prepared.plan.job_dir))
+
+
+def attached_end(status: JobStatus, log_path: str, job_dir: str) -> JobStatus:
+    """An attached job's final status; :class:`JobFailedError` or :class:`JobCanceledError`
+    when it failed or was cancelled (the exit status tells scripts)."""
+    job_id = status.job_id
     state = status.state if status.state.is_terminal else status.effective_state()
     if state is JobState.FAILED:
         raise JobFailedError(
             f"Job {job_id} failed: {status.effective_failure_cause()}",
-            f"The full log is {prepared.log_path} ('flinkish logs {job_id}').",
+            f"The full log is {log_path} ('flinkish logs {job_id}').",
         )
     if state is JobState.CANCELED:
         raise JobCanceledError(
             f"Job {job_id} was canceled: {status.failure_cause or 'by user'}",
-            f"Its checkpoints are under {prepared.plan.job_dir}; resume it with "
-            f"'flinkish run -s {prepared.plan.job_dir} ...'.",
+            f"Its checkpoints are under {job_dir}; resume it with 'flinkish run -s {job_dir} ...'.",
         )
     return status
+
+
+def started_failed(status: JobStatus) -> JobFailedError:
+    """A detached job that failed at start-up, as ``run -d`` reports it."""
+    return JobFailedError(
+        f"Job {status.job_id} failed at start-up: {status.failure_cause}",
+        f"The full log is {status.log_path} ('flinkish logs {status.job_id}').",
+    )
 
 
 def launch_detached(
@@ -101,20 +112,20 @@ def restore_plan(
     request: submit.RunRequest,
     config: Any,
     notice: Callable[[str], None] | None = None,
-    leave_out: dict[str, list[int]] | None = None,
+    environment: dict[str, str] | None = None,
 ) -> Any:
     """Where the job starts from (``-s``), checked, and the program checked against its
-    state (:mod:`.restore_check`; what it says goes to ``notice``): a RestorePlan, or None.
-    ``leave_out`` given: the program was checked already (``upgrade``), and this is what its
-    restore leaves out."""
+    state (:mod:`.restore_check`, its planning process with ``environment``, else this one's;
+    what it says goes to ``notice``): a RestorePlan, or None. A request whose
+    ``leave_out`` is set was checked already (``upgrade``)."""
     if not request.from_savepoint:
         return None
     from flinkish_cli.savepoints.restore import open_restore
     from flinkish_cli.submission import restore_check
 
     plan, source, storage = open_restore(request, config)
-    if leave_out is not None:
-        plan.leave_out = leave_out
+    if request.leave_out is not None:
+        plan.leave_out = dict(request.leave_out)
         return plan
     if source is None or storage is None:
         return plan  # on HDFS: the driver checks it
@@ -127,6 +138,7 @@ def restore_plan(
         notice or (lambda _message: None),
         f"The program {program}",
         "Nothing was started.",
+        environment=environment,
     )
     plan.leave_out = verdict.leave_out
     return plan

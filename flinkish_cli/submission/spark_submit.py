@@ -34,6 +34,7 @@ from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
 from flinkish_cli.spark.install import pyspark_home
+from flinkish_cli.submission.endpoint import is_spark_master
 
 LOCAL = "local"
 REMOTE = "remote"
@@ -106,7 +107,7 @@ def _master_from_jobmanager(value: str) -> str:
     value = value.strip()
     if value == "yarn-cluster":
         return "yarn"
-    if value.startswith(("local", "spark://", "k8s://", "sc://")) or value == "yarn":
+    if is_spark_master(value):
         return value
     host, _, port = value.rpartition(":")
     if host and port.isdigit() and "/" not in value:  # Flink's meaning: a session cluster

@@ -64,6 +64,10 @@ class RunRequest:
     #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
     upgraded_from: str | None = None
     rolled_back: bool = False
+    #: the program was checked against the state already (``upgrade``, before it touched the
+    #: old job): what its restore leaves out (``-n``); None: ``-s`` checks it (see
+    #: :mod:`.restore_check`)
+    leave_out: dict[str, list[int]] | None = None
 
     def config_flags(self) -> dict[str, str]:
         """The configuration keys that this request's flags set (they win over -D); which
@@ -411,10 +415,17 @@ def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     )
 
 
-def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
+def start(
+    prepared: PreparedJob,
+    watch_cli: bool = False,
+    pipe_output: bool | None = None,
+    environment: dict[str, str] | None = None,
+) -> launcher.Launched:
     """Record the job as CREATED and start its supervisor, which starts its driver.
 
     ``watch_cli`` (``-sae``): the job is cancelled when this process exits, however it exits.
+    ``pipe_output``: the driver's output piped to this process (default: when attached);
+    ``environment``: the supervisor's environment instead of this process's.
     """
     plan = prepared.plan
     created = status_writer.record_created(
@@ -426,7 +437,8 @@ def start(prepared: PreparedJob, watch_cli: bool = False) -> launcher.Launched:
             prepared.command,
             prepared.run_dir,
             prepared.log_path,
-            attached=not plan.detached,
+            attached=not plan.detached if pipe_output is None else pipe_output,
+            environment=environment,
             job_id=plan.job_id,
             checkpoint_root=plan.checkpoint_root,
             restarts_here=prepared.deployment.target != YARN_APPLICATION,

@@ -53,7 +53,7 @@ def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
 
     async def flink_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, FlinkError)
-        return errors(error.status, error.message)
+        return errors(error.status, error.message, cause=error.cause)
 
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
@@ -66,7 +66,7 @@ def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
 
     async def failure(request: Request, error: Exception) -> Response:
         if isinstance(error, FlinkishError):
-            return errors(500, error.message)
+            return errors(500, error.message, cause=error)
         return errors(500, "Internal server error.")
 
     async def body_timeout(request: Request, error: Exception) -> Response:

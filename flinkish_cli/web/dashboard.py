@@ -9,7 +9,9 @@ of Flink's).
   are served without the token; every document the page then reads needs it, which the page
   asks for when the endpoint answers 401.
 - ``GET /flinkish/cluster`` the session cluster this endpoint fronts (its Connect address),
-  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`).
+  which ``flinkish run -m host:port`` asks for (:mod:`flinkish_cli.submission.endpoint`), and
+  the registry it serves, which every other command of the CLI checks first
+  (:mod:`flinkish_cli.client.connect`).
 - ``GET /flinkish/jobs`` a row per job for the job list: state, uptime, last checkpoint, its
   rates, last savepoint.
 - ``GET /flinkish/jobs/:jobid/series`` the job's figures over time, for the charts
@@ -23,6 +25,12 @@ of Flink's).
 - ``GET /flinkish/jobs/:jobid/checkpoint-size`` what each query's checkpoint takes on
   storage, part by part, as the driver last measured it, and for the parts that grow with age
   why and what to do (the document ``flinkish info <JobID> --output json`` prints).
+- ``GET /flinkish/jobs/:jobid/state`` its state as ``flinkish state ls <JobID> --output json``
+  prints it (queries, stateful operators, stores, schemas, rows, bytes), and
+  ``GET /flinkish/jobs/:jobid/state/:query/:operator?store=&key=&limit=`` the biggest keys of
+  a store (or one key's rows), as ``state show --output json``: each read runs in a child
+  process (the server never starts a JVM itself), one at a time per job, cached until the job
+  commits another batch (:mod:`flinkish_cli.client.state_reads`).
 """
 
 from __future__ import annotations
@@ -36,7 +44,13 @@ from flinkish_cli.registry.footprint import job_summary
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
-from flinkish_cli.submission.endpoint import SESSION_KEY
+from flinkish_cli.registry.store import RegistryIdentity
+from flinkish_cli.submission.endpoint import (
+    REGISTRY_KEY,
+    SESSION_KEY,
+    SUBMIT_KEY,
+    VERSION_KEY,
+)
 from flinkish_cli.web.flink_json import job_overview
 
 ASSETS = Path(__file__).with_name("assets")
@@ -45,9 +59,17 @@ PUBLIC_PATHS = ("/", "/index.html")
 PUBLIC_PREFIX = "/assets/"
 
 
-def cluster(session_cluster: str | None, version: str) -> dict[str, Any]:
-    """``GET /flinkish/cluster``."""
-    return {SESSION_KEY: session_cluster, "flinkish-version": version}
+def cluster(
+    session_cluster: str | None, version: str, registry: RegistryIdentity, submit: bool = False
+) -> dict[str, Any]:
+    """``GET /flinkish/cluster``: the session cluster, whether it takes programs, the version,
+    and the registry served (its location and id: no secret)."""
+    return {
+        SESSION_KEY: session_cluster,
+        SUBMIT_KEY: submit and session_cluster is not None,
+        VERSION_KEY: version,
+        REGISTRY_KEY: {"location": registry.location, "id": registry.id},
+    }
 
 
 def job_row(
@@ -85,8 +107,14 @@ def job_rows(
 
 
 def series(status: JobStatus, kept: Series) -> dict[str, Any]:
-    """``GET /flinkish/jobs/:jobid/series``: per query, its points oldest first."""
-    return {"jid": status.job_id, "fields": list(FIELDS), "queries": kept.queries}
+    """``GET /flinkish/jobs/:jobid/series``: per query, its points oldest first, and its
+    stateful operators' state rows and bytes over time (``operators``)."""
+    return {
+        "jid": status.job_id,
+        "fields": list(FIELDS),
+        "queries": kept.queries,
+        "operators": kept.operators,
+    }
 
 
 def checkpoint_size(status: JobStatus) -> dict[str, Any]:

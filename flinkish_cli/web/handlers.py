@@ -1,7 +1,9 @@
-"""The handlers of Flink's REST API (v1) and of the dashboard's own documents: each parses
-its request (:mod:`.parsing`), asks the :class:`~flinkish_cli.client.jobs.JobClient` (the one
+"""The handlers of Flink's REST API (v1), of the dashboard's own documents and of the
+registry's documents for flinkish's CLI (:mod:`flinkish_cli.client.wire`): each parses its
+request (:mod:`.parsing`), asks the :class:`~flinkish_cli.client.jobs.JobClient` (the one
 client the CLI also uses) and presents the answer with :mod:`.flink_json` or
-:mod:`.dashboard`. Refusals are :class:`~.replies.FlinkError`, answered as Flink's errors.
+:mod:`.dashboard`. Refusals are :class:`~.replies.FlinkError`, answered as Flink's errors,
+with the job client's own error beside them whenever one is behind the refusal.
 
 Deviation from Flink, deliberate: a trigger (savepoint, stop, checkpoint) that failed is
 answered with ``{"errors": [cause]}`` (status 500) instead of a COMPLETED status holding a
@@ -11,6 +13,9 @@ at once instead of retrying for a minute.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,12 +24,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from flinkish_cli.client import wire
 from flinkish_cli.client.jobs import JobClient, TriggerResult, checkpoint_of, is_trigger_id
-from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.errors import JobError, StateError, StateNotFoundError, UsageError
+from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.registry.store import UnreadableStatusError
 from flinkish_cli.submission.endpoint import CLUSTER_PATH
 from flinkish_cli.web import dashboard, flink_json, parsing
-from flinkish_cli.web.replies import FlinkError, ok
+from flinkish_cli.web.replies import JSON_TYPE, FlinkError, ok
 from flinkish_cli.web.settings import WebSettings
 
 
@@ -35,11 +43,15 @@ class FlinkRestApi:
         self.client = client
         self.settings = settings
 
-    async def _status(self, job_id: str) -> JobStatus:
-        status = await run_in_threadpool(self.client.find, job_id)
-        if status is None:
-            raise FlinkError(404, f"Job {job_id} not found")
-        return status
+    async def _status(self, job_id: str, missing: str | None = None) -> JobStatus:
+        """The job's status; Flink's 404 (``missing``, else "Job <id> not found"), with the
+        job client's own error, when the registry has no such job."""
+        try:
+            return await run_in_threadpool(self.client.get, job_id)
+        except UnreadableStatusError:
+            raise
+        except JobError as error:
+            raise FlinkError(404, missing or f"Job {job_id} not found", error) from None
 
     async def _jobs(self) -> list[JobStatus]:
         jobs, _unreadable = await run_in_threadpool(self.client.list_jobs)
@@ -97,7 +109,51 @@ class FlinkRestApi:
     async def cluster(self, request: Request) -> Response:
         """Where ``flinkish run -m <this endpoint>`` sends a job (the client's side:
         :mod:`flinkish_cli.submission.endpoint`)."""
-        return ok(dashboard.cluster(self.settings.session_cluster, self.settings.version))
+        identity = self.client.identity()
+        s = self.settings
+        return ok(dashboard.cluster(s.session_cluster, s.version, identity, s.submit_enabled))
+
+    # -- programs (web.submit.enable) ------------------------------------------------------
+    def _require_submit(self) -> str:
+        """The session cluster programs go to; Flink's 404 while uploads are off."""
+        if not self.settings.submit_enabled:
+            raise FlinkError(
+                404, "Program uploads are disabled (web.submit.enable is false on this server)."
+            )
+        if not self.settings.session_cluster:
+            raise FlinkError(404, "This flinkish web fronts no session cluster to run programs.")
+        return self.settings.session_cluster
+
+    async def upload_program(self, request: Request) -> Response:
+        """``POST /flinkish/jars/upload``: the program's zip, kept privately; its id."""
+        self._require_submit()
+        data = await parsing.body(request, {"name": (str,), "archive": (str,)}, "JarUpload")
+        try:
+            archive = base64.b64decode(data.get("archive") or "", validate=True)
+        except ValueError:
+            raise FlinkError(400, "The upload's archive is not base64.") from None
+        upload_id = await self._act(
+            lambda: self.client.upload_program(archive, self.settings.upload_dir), ""
+        )
+        return ok({"filename": upload_id, "status": "success"})
+
+    async def run_program(self, request: Request) -> Response:
+        """``POST /flinkish/jars/:id/run``: start the uploaded program as a session-cluster
+        job with the configuration sent (never the server's); Flink's ``{"jobid": ...}``."""
+        session = self._require_submit()
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise FlinkError(
+                400, "Request did not match expected format JarRunRequestBody."
+            ) from None
+        upload_id = request.path_params["jarid"]
+        job_id = await self._act(
+            lambda: self.client.run_upload(self.settings.upload_dir, upload_id, body, session),
+            "",
+        )
+        return ok({"jobid": job_id})
 
     async def dashboard_jobs(self, request: Request) -> Response:
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
@@ -112,6 +168,42 @@ class FlinkRestApi:
     async def dashboard_checkpoint_size(self, request: Request) -> Response:
         """Each query's checkpoint by part, as ``info <JobID> --output json`` shows it."""
         return ok(dashboard.checkpoint_size(await self._status(parsing.job_id(request))))
+
+    async def dashboard_state(self, request: Request) -> Response:
+        """``state ls`` of the job (read in a child process by the job client, cached by
+        its batches): each query's operators and stores, schemas, rows and bytes."""
+        status = await self._status(parsing.job_id(request))
+        return ok(await self._read_state(lambda: self.client.job_state(status.job_id)))
+
+    async def dashboard_state_rows(self, request: Request) -> Response:
+        """``state show`` of one operator of the job: its biggest keys (``?limit=``, 20), or
+        one key's rows (``?key=``), of one store (``?store=``; needed when it has several)."""
+        status = await self._status(parsing.job_id(request))
+        query, operator, store, key, limit = parsing.state_rows_request(request)
+        return ok(
+            await self._read_state(
+                lambda: self.client.job_state_rows(
+                    status.job_id, query, operator, store, key, limit
+                )
+            )
+        )
+
+    async def _read_state(self, read: Callable[[], Any]) -> Any:
+        """A state read; a query, operator or store the job does not have is Flink's 404,
+        any other refusal (no state yet, damaged, too slow) a 500 with its message."""
+        try:
+            return await run_in_threadpool(read)
+        except StateNotFoundError as error:
+            raise FlinkError(404, error.message) from None
+        except StateError as error:
+            raise FlinkError(500, error.message) from None
+
+    async def job_info(self, request: Request) -> Response:
+        """``info <JobID> --output json``'s document: each query's checkpoint by part and its
+        graph with figures (what the CLI prints through this endpoint)."""
+        job_id = parsing.job_id(request)
+        await self._status(job_id)  # 404 in Flink's JSON for a job this registry lacks
+        return ok(await run_in_threadpool(self.client.job_info, job_id))
 
     async def dashboard_plan(self, request: Request) -> Response:
         """The job graph with each node's figures, as ``info <JobID> --output json`` shows
@@ -134,9 +226,9 @@ class FlinkRestApi:
         try:
             return await run_in_threadpool(action)
         except UsageError as error:
-            raise FlinkError(400, error.message) from None
+            raise FlinkError(400, error.message, error) from None
         except JobError as error:
-            raise FlinkError(409, error.message) from None
+            raise FlinkError(409, error.message, error) from None
 
     async def cancel(self, request: Request) -> Response:
         job_id = parsing.job_id(request)
@@ -149,9 +241,7 @@ class FlinkRestApi:
             )
         await request.body()
         self._require_cancel()
-        status = await run_in_threadpool(self.client.find, job_id)
-        if status is None:
-            raise FlinkError(404, "Job could not be found.")
+        status = await self._status(job_id, "Job could not be found.")
         state = status.effective_state()
         if state is JobState.CANCELED:
             return ok({}, 202)
@@ -170,12 +260,13 @@ class FlinkRestApi:
         data, trigger, fmt = await parsing.savepoint_body(
             request, allowed, "StopWithSavepointRequestBody"
         )
+        ttl = parsing.request_timeout(request)
         self._require_cancel()
         await self._status(job_id)
         tid = await self._act(
             lambda: self.client.stop_detached(
                 job_id, data.get("targetDirectory"), bool(data.get("drain")), fmt,
-                trigger_id=trigger,
+                trigger_id=trigger, ttl=ttl,
             ),
             job_id,
         )  # fmt: skip
@@ -188,18 +279,20 @@ class FlinkRestApi:
             request, allowed, "SavepointTriggerRequestBody"
         )
         target = data.get("target-directory")
+        ttl = parsing.request_timeout(request)
         await self._status(job_id)
         if data.get("cancel-job"):
             self._require_cancel()
             tid = await self._act(
                 lambda: self.client.stop_detached(
-                    job_id, target, False, fmt, JobState.CANCELED, trigger
+                    job_id, target, False, fmt, JobState.CANCELED, trigger, ttl
                 ),
                 job_id,
             )
         else:
             tid = await self._act(
-                lambda: self.client.savepoint_detached(job_id, target, fmt, trigger), job_id
+                lambda: self.client.savepoint_detached(job_id, target, fmt, trigger, ttl),
+                job_id,
             )
         return ok({"request-id": tid}, 202)
 
@@ -217,8 +310,9 @@ class FlinkRestApi:
         parsing.choice(
             data, "checkpointType", parsing.CHECKPOINT_TYPES, "CONFIGURED"
         )  # all are one here
+        ttl = parsing.request_timeout(request)
         await self._status(job_id)
-        tid = await self._act(lambda: self.client.checkpoint_detached(job_id, trigger), job_id)
+        tid = await self._act(lambda: self.client.checkpoint_detached(job_id, trigger, ttl), job_id)
         return ok({"request-id": tid}, 202)
 
     async def checkpoint_status(self, request: Request) -> Response:
@@ -270,8 +364,96 @@ class FlinkRestApi:
         if result is None:
             raise FlinkError(404, unknown)
         if not result.ok:
-            raise FlinkError(500, f"Disposing of the savepoint failed: {result.error}")
+            message = f"Disposing of the savepoint failed: {result.error}"
+            raise FlinkError(500, message, result.failure)
         return ok({"status": {"id": "COMPLETED"}, "operation": {}})
+
+    # -- the registry's documents for flinkish's CLI (flinkish_cli.client.wire) -------------
+    async def registry_jobs(self, request: Request) -> Response:
+        documents, unreadable = await run_in_threadpool(self.client.job_listing)
+        return ok({"jobs": documents, "unreadable": [dataclasses.asdict(j) for j in unreadable]})
+
+    async def registry_job(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        try:
+            text = await run_in_threadpool(self.client.status_document, job_id)
+        except UnreadableStatusError:
+            raise
+        except JobError as error:
+            raise FlinkError(404, f"Job {job_id} not found", error) from None
+        return Response(text, media_type=JSON_TYPE)
+
+    def _control(self, request: Request) -> tuple[str, str]:
+        job_id, trigger = parsing.job_id(request), request.path_params["triggerid"].lower()
+        if not is_trigger_id(trigger):
+            raise FlinkError(404, f"There is no request {trigger[:64]} for job {job_id}.")
+        return job_id, trigger
+
+    async def control_answer(self, request: Request) -> Response:
+        job_id, trigger = self._control(request)
+        response, claimed = await run_in_threadpool(self.client.trigger_answer, job_id, trigger)
+        answer = None if response is None else dataclasses.asdict(response)
+        return ok({"response": answer, "claimed": claimed})
+
+    async def control_withdraw(self, request: Request) -> Response:
+        job_id, trigger = self._control(request)
+        await request.body()
+        withdrawn = await run_in_threadpool(self.client.withdraw, job_id, trigger)
+        return ok({"withdrawn": withdrawn})
+
+    async def control_forget(self, request: Request) -> Response:
+        job_id, trigger = self._control(request)
+        await run_in_threadpool(self.client.forget, job_id, trigger)
+        return ok({})
+
+    async def registry_log(self, request: Request) -> Response:
+        """The job's log from this machine's ``env.log.dir``, streamed; ``follow`` until
+        the job ends, ``lines`` the last lines only. An error before the first chunk is an
+        error answer (with the job client's error), as ``flinkish logs`` fails before it
+        prints anything."""
+        from starlette.concurrency import iterate_in_threadpool
+        from starlette.responses import StreamingResponse
+
+        job_id = parsing.job_id(request)
+        follow = request.query_params.get("follow", "false").lower() == "true"
+        lines = request.query_params.get("lines")
+        if lines is not None and not lines.isdigit():
+            raise FlinkError(400, f"lines must be a whole number, not {lines[:16]!r}.")
+        chunks = self.client.log(job_id, follow, int(lines) if lines is not None else None)
+        try:
+            first = await run_in_threadpool(next, chunks, None)
+        except JobError as error:
+            raise FlinkError(404, error.message, error) from None
+
+        async def body() -> Any:
+            if first is not None:
+                yield first
+            async for chunk in iterate_in_threadpool(chunks):
+                yield chunk
+
+        return StreamingResponse(body(), media_type="text/plain; charset=utf-8")
+
+    async def registry_savepoints(self, request: Request) -> Response:
+        records = await run_in_threadpool(self.client.savepoint_history, None)
+        return ok({"savepoints": [r.to_dict() for r in records]})
+
+    async def registry_job_savepoints(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        try:
+            records = await run_in_threadpool(self.client.savepoint_history, job_id)
+        except UnreadableStatusError:
+            raise
+        except JobError as error:
+            raise FlinkError(404, f"Job {job_id} not found", error) from None
+        return ok({"savepoints": [r.to_dict() for r in records]})
+
+    async def registry_last_savepoints(self, request: Request) -> Response:
+        given = [j for j in request.query_params.get("jobs", "").lower().split(",") if j]
+        bad = [j for j in given if not is_job_id(j)]
+        if bad:
+            raise FlinkError(400, f"{bad[0][:64]!r} is not a JobID.")
+        found = await run_in_threadpool(self.client.last_savepoints, given)
+        return ok({"last-savepoints": {j: r.to_dict() if r else None for j, r in found.items()}})
 
     def routes(self) -> list[Route]:
         """Flink's paths (without the version prefix)."""
@@ -297,16 +479,40 @@ class FlinkRestApi:
         ]
 
     def dashboard_routes(self) -> list[Route]:
-        """The dashboard's own documents, under ``/flinkish/``."""
+        """The dashboard's own documents and the registry's for flinkish's CLI, under
+        ``/flinkish/``."""
+        control = wire.control_path("{jobid}", "{triggerid}")
         return [
+            Route(wire.REGISTRY_JOBS, self.registry_jobs, methods=["GET"]),
+            Route(wire.job_path("{jobid}"), self.registry_job, methods=["GET"]),
+            Route(control, self.control_answer, methods=["GET"]),
+            Route(control, self.control_forget, methods=["DELETE"]),
+            Route(f"{control}/withdraw", self.control_withdraw, methods=["POST"]),
+            Route(wire.job_path("{jobid}", "log"), self.registry_log, methods=["GET"]),
+            Route(
+                wire.job_path("{jobid}", "savepoints"),
+                self.registry_job_savepoints,
+                methods=["GET"],
+            ),
+            Route(wire.REGISTRY_SAVEPOINTS, self.registry_savepoints, methods=["GET"]),
+            Route(wire.LAST_SAVEPOINTS, self.registry_last_savepoints, methods=["GET"]),
             Route(CLUSTER_PATH, self.cluster, methods=["GET"]),
+            Route(wire.UPLOAD_PATH, self.upload_program, methods=["POST"]),
+            Route(wire.run_path("{jarid}"), self.run_program, methods=["POST"]),
             Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/plan", self.dashboard_plan, methods=["GET"]),
+            Route("/flinkish/jobs/{jobid}/info", self.job_info, methods=["GET"]),
             Route(
                 "/flinkish/jobs/{jobid}/checkpoint-size",
                 self.dashboard_checkpoint_size,
+                methods=["GET"],
+            ),
+            Route("/flinkish/jobs/{jobid}/state", self.dashboard_state, methods=["GET"]),
+            Route(
+                "/flinkish/jobs/{jobid}/state/{query}/{operator}",
+                self.dashboard_state_rows,
                 methods=["GET"],
             ),
         ]

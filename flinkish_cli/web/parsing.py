@@ -67,8 +67,48 @@ async def savepoint_body(
     return data, trigger_id(data), choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
 
 
+def request_timeout(request: Request) -> float:
+    """How long a trigger's sender waits for the job (``Flinkish-Request-Timeout``, seconds):
+    the trigger expires then; without the header, Flink's detached meaning (a day)."""
+    from flinkish_cli.client.jobs import DETACHED_TTL
+    from flinkish_cli.client.wire import TIMEOUT_HEADER
+
+    raw = request.headers.get(TIMEOUT_HEADER)
+    if raw is None:
+        return DETACHED_TTL
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= DETACHED_TTL:
+        raise FlinkError(
+            400, f"{TIMEOUT_HEADER} must be seconds from 0 to {DETACHED_TTL:.0f}, not {raw[:32]!r}."
+        )
+    return value
+
+
 def choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
     value = (data.get(key) or default).upper()
     if value not in choices:
         raise FlinkError(400, f"{key} must be one of {', '.join(choices)}, not {value[:32]!r}.")
     return value
+
+
+#: ``?limit=`` of a state read: rows per store.
+MAX_STATE_LIMIT = 1000
+
+
+def state_rows_request(request: Request) -> tuple[str, int, str | None, str | None, int]:
+    """``/flinkish/jobs/:jobid/state/:query/:operator?store=&key=&limit=``: the query, the
+    operator id, the store and key (None when not given) and the limit (20 by default)."""
+    query = request.path_params["query"]
+    text = request.path_params["operator"]
+    if not text.isdigit() or len(text) > 9:
+        raise FlinkError(404, f"Query '{query[:64]}' has no stateful operator {text[:16]!r}.")
+    params = request.query_params
+    limit_text = params.get("limit", "20")
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_STATE_LIMIT:
+        raise FlinkError(
+            400, f"limit must be a number from 1 to {MAX_STATE_LIMIT}, not {limit_text[:16]!r}."
+        )
+    return query, int(text), params.get("store") or None, params.get("key"), int(limit_text)

@@ -4,7 +4,9 @@ match; 413 for a body too large; 409 when the job cannot do it now), never a tra
 
 One owner for the headers every answer of ``flinkish web`` carries (:data:`SECURITY_HEADERS`)
 and for the error body, which the HTTP protocol layer (:mod:`.protocol`), the guard
-(:mod:`.security`) and the handlers all send."""
+(:mod:`.security`) and the handlers all send. An error the job client raised travels whole
+beside Flink's body, in the ``Flinkish-Error`` header (:mod:`flinkish_cli.client.wire`), for
+flinkish's own CLI."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import json
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
+
+from flinkish_cli.client.wire import ERROR_HEADER, error_header
+from flinkish_cli.errors import FlinkishError
 
 JSON_TYPE = "application/json; charset=UTF-8"
 
@@ -30,16 +35,25 @@ SECURITY_HEADERS: dict[str, str] = {
 
 
 class FlinkError(Exception):
-    """An error answered as Flink's ``{"errors": [message]}`` with ``status``."""
+    """An error answered as Flink's ``{"errors": [message]}`` with ``status``; ``cause``, the
+    job client's error behind it, if any, goes whole in the ``Flinkish-Error`` header."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, cause: FlinkishError | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.cause = cause
 
 
-def errors(status: int, *messages: str, headers: dict[str, str] | None = None) -> Response:
-    """Flink's error body: exactly one key, ``errors``."""
+def errors(
+    status: int,
+    *messages: str,
+    headers: dict[str, str] | None = None,
+    cause: FlinkishError | None = None,
+) -> Response:
+    """Flink's error body: exactly one key, ``errors``; ``cause`` in ``Flinkish-Error``."""
+    if cause is not None:
+        headers = {**(headers or {}), ERROR_HEADER: error_header(cause)}
     return JSONResponse({"errors": list(messages)}, status, headers, media_type=JSON_TYPE)
 
 

@@ -17,6 +17,10 @@ class WebSettings:
     #: the Connect address of the session cluster this endpoint fronts (``sc://host:port``)
     session_cluster: str | None = None
     cancel_enabled: bool = True
+    #: ``web.submit.enable``: programs uploaded and run (only where a session cluster is)
+    submit_enabled: bool = False
+    #: where uploaded programs are kept (the server's ``env.log.dir``)
+    upload_dir: str = ""
     history_size: int = 10
     refresh_ms: int = 3000
     max_body: int = 1 << 20
@@ -41,6 +45,8 @@ class WebSettings:
             token=str(token) if token else None,
             session_cluster=str(session) if session else None,
             cancel_enabled=bool(config.get("web.cancel.enable")),
+            submit_enabled=bool(config.get("web.submit.enable")),
+            upload_dir=str(config.get("env.log.dir")),
             history_size=int(config.get("web.checkpoints.history")),
             refresh_ms=int(config.get("web.refresh-interval").total_seconds() * 1000),
             max_body=int(config.get("rest.server.max-content-length")),

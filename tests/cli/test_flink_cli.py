@@ -423,8 +423,8 @@ def test_list_terminated_section(env: Env) -> None:
 @pytest.mark.parametrize(
     "general",
     [
-        ["-m", "localhost:8081"],
-        ["--jobmanager", "flink-jm:6123"],
+        ["-m", "local[2]"],  # a Spark master names no REST endpoint: storage
+        ["--jobmanager", "yarn-cluster"],
         ["-t", "remote"],
         ["-e", "yarn-session"],
         ["-z", "/flink/ns"],
@@ -441,6 +441,27 @@ def test_general_options_on_registry_actions(env: Env, driver: FakeDriver, gener
     savepoint = env.flinkish("savepoint", *general, JOB)
     assert savepoint.code == 0, savepoint
     assert env.flinkish("checkpoint", JOB, *general).code == 0
+
+
+@pytest.mark.parametrize(
+    ("jobmanager", "message"),
+    [
+        ("localhost:1", "Nothing answers at localhost:1 (Connection refused)."),
+        ("localhost", "'localhost' is not the address of a REST endpoint (host:port)"),
+    ],
+)
+def test_m_names_the_rest_endpoint_never_a_silent_fall_back(
+    env: Env, driver: FakeDriver, jobmanager: str, message: str
+) -> None:
+    """``-m host:port`` on a job action is the REST endpoint it goes through: nothing there
+    is one error (exit 1), the job untouched, never the registry read instead."""
+    for args in (["list"], ["savepoint", JOB], ["cancel", JOB], ["checkpoint", JOB]):
+        result = env.flinkish(*args, "-m", jobmanager)
+        assert result.code == 1, result
+        assert result.err.startswith(f"ERROR: {message}") and "Traceback" not in result.err
+        assert not result.out
+    assert driver.requests == []
+    assert env.registry.get(JOB).state is JobState.RUNNING
 
 
 def test_a_damaged_status_file_never_breaks_list(env: Env, driver: FakeDriver) -> None:

@@ -114,7 +114,8 @@ def test_list_as_a_cron_script_reads_it(live: Live) -> None:
         """
         flinkish list -r > list.out; echo "rc=$?"
         echo "running=$(grep -c RUNNING list.out)"
-        echo "with_m=$(flinkish list -m jobmanager:8081 -r | grep -c RUNNING)"
+        echo "with_m=$(flinkish list -m local[2] -r | grep -c RUNNING)"
+        flinkish list -m 127.0.0.1:1 -r >/dev/null 2>&1; echo "no_endpoint=$?"
         echo "a=$(flinkish list | grep " : $A : " | awk -F' : ' '{print $3}')"
         echo "header=$(flinkish list | sed -n 2p)"
         flinkish list -s | tail -1 | sed 's/^/scheduled=/'
@@ -124,6 +125,7 @@ def test_list_as_a_cron_script_reads_it(live: Live) -> None:
         """
     )
     assert found["running"] == "3" and found["rc"] == "0" and found["with_m"] == "3"
+    assert found["no_endpoint"] == "1"  # -m host:port is the REST endpoint: nothing there
     assert found["a"] == "counts_job (RUNNING)"
     assert found["header"] == "------------------ Running/Restarting Jobs -------------------"
     assert found["scheduled"] == "No scheduled jobs."
@@ -134,7 +136,7 @@ def test_list_as_a_cron_script_reads_it(live: Live) -> None:
 def test_savepoint_then_dispose(live: Live) -> None:
     found = live.values(
         """
-        SP=$(flinkish savepoint -m jobmanager:8081 $A | sed -n 's/^Savepoint completed. Path: //p')
+        SP=$(flinkish savepoint -m local[2] $A | sed -n 's/^Savepoint completed. Path: //p')
         echo "sp=$SP"
         test -f "$SP/_metadata" && echo "complete=yes"
         flinkish savepoint info --no-rows "$SP" | grep -c "^Savepoint " | sed 's/^/info=/'

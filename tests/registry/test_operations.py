@@ -17,8 +17,8 @@ def test_results_are_read_back_and_expire(tmp_path: Path) -> None:
     old, failed = new_request_id(), new_request_id()
     operations.record(registry, old, True, None)
     operations.record(registry, failed, False, "not a savepoint")
-    assert operations.result(registry, old) == (True, None)
-    assert operations.result(registry, failed) == (False, "not a savepoint")
+    assert operations.result(registry, old) == (True, None, None)
+    assert operations.result(registry, failed) == (False, "not a savepoint", None)
     assert operations.result(registry, new_request_id()) is None
     directory = tmp_path / "cp" / "_flinkish" / "operations"
     long_ago = time.time() - operations.RESULT_TTL - 60

@@ -66,3 +66,39 @@ def test_the_status_newest_batches_complete_a_lagging_file() -> None:
     newer = kept.with_recent(_status(range(5, 15)))
     assert [p[1] for p in newer.queries["counts"]] == list(range(15))
     assert len(kept.queries["counts"]) == 10, "the kept series itself is unchanged"
+
+
+def test_each_stateful_operators_rows_and_bytes_are_kept_per_batch(tmp_path: Path) -> None:
+    """From Spark's progress (``stateOperators``) to the series the State tab charts."""
+    progress = {
+        "batchId": 4,
+        "timestamp": "2026-11-24T00:00:04.000Z",
+        "stateOperators": [
+            {"operatorName": "symmetricHashJoin", "numRowsTotal": 40, "memoryUsedBytes": 9000},
+            {"operatorName": "stateStoreSave", "numRowsTotal": 7, "memoryUsedBytes": 800},
+        ],
+    }
+    query = QueryStatus(name="joined", checkpoint="/cp/joined")
+    query.record(Progress.from_spark(progress))
+    status = JobStatus(job_id=JOB, name="job", queries={"joined": query})
+    assert JobStatus.from_json(status.to_json()).queries["joined"].recent[0].operators == [
+        ["symmetricHashJoin", 40, 9000],
+        ["stateStoreSave", 7, 800],
+    ]
+    kept = series.Series()
+    kept.merge(status)
+    expected = {
+        "joined": {
+            "names": ["symmetricHashJoin", "stateStoreSave"],
+            "points": [[1795478404000, [40, 9000], [7, 800]]],
+        }
+    }
+    assert kept.operators == expected
+    assert series.Series.from_json(kept.to_json()).operators == expected
+    older = json.dumps({"fields": list(series.FIELDS), "queries": {}})  # before operators
+    assert series.Series.from_json(older).operators == {}
+    damaged = json.loads(kept.to_json())
+    damaged["operators"]["joined"]["points"].append([1, [2]])
+    damaged["operators"]["other"] = {"names": ["x"], "points": "no"}
+    assert series.Series.from_json(json.dumps(damaged)).operators == {}
+    assert Progress(0, "t", operators=[["x", "1", 2], "y"]).operators == []  # read as damaged

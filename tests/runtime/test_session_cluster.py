@@ -89,11 +89,16 @@ def test_savepoint_cycle_and_a_killed_client_are_exactly_once(
     periodic += ["-D", "flinkish.savepoint.history.max-count=1000"]  # retention: tested elsewhere
     started = env.run("run", "-d", "-m", address, *restarts, *periodic, *args, check=True)
     job_id = job_id_of(started.stdout)
-    listed = env.run("list", "-r", "-m", address, check=True).stdout
+    listed = env.run("list", "-r", check=True).stdout  # this configuration's registry
     assert job_id in listed and "RUNNING" in listed
     with running_web(env) as web:  # Apache Flink's own CLI sees the session cluster's job
         flinks = run_flink(flink, "list", "-r", "-m", web.address)
         assert re.search(rf" : {job_id} : counts_job \(RUNNING\)$", flinks.stdout, re.M), flinks
+        ours = env.run("list", "-r", "-m", web.address, check=True).stdout  # the same, via REST
+        assert re.search(rf" : {job_id} : counts_job \(RUNNING\)$", ours, re.M), ours
+    # the session cluster's own flinkish web serves another registry: -m there is refused
+    refused = env.run("list", "-m", address, check=False)
+    assert refused.returncode == 1 and "serves the registry" in refused.stderr, refused
     _wait(lambda: min(_commit(env, job_id, q) for q in ("counts", "raw")) >= 0, "first commits")
 
     # the client process dies: its supervisor restarts it, the job goes on

@@ -26,6 +26,7 @@ SECRET = "s3cr3t-VALUE"
         # Flink's meaning of -m host:port: the cluster's REST endpoint (flinkish web, asked
         # for its session cluster: see test_a_bare_address_is_the_rest_endpoint...)
         (None, "h:15002", "local[2]", ("remote", "sc://h:15002", "session")),
+        (None, "localhost:8081", "local[2]", ("remote", "sc://localhost:8081", "session")),
         (None, "sc://127.0.0.1:15002", "local[2]", ("remote", "sc://127.0.0.1:15002", "session")),
         ("remote", "10.1.2.3:8081", "local[2]", ("remote", "sc://10.1.2.3:8081", "session")),
         (None, "yarn-cluster", "local[2]", ("yarn-application", "yarn", "cluster")),

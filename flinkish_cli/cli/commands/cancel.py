@@ -13,6 +13,7 @@ import click
 from flinkish_cli.cli.flink_args import FlinkCommand, format_type, job_and_target
 from flinkish_cli.cli.options import (
     common_options,
+    job_client,
     load_config,
     output_option,
     savepoint_dir_option,
@@ -60,7 +61,7 @@ def cancel(
     )
     _ignore(extra)
     job_id = parse_job_id(job_text)
-    config = load_config(conf_dir, dynamic)
+    client = job_client(load_config(conf_dir, dynamic))
     fmt = format_type(savepoint_type)
     if text:
         echo(
@@ -69,10 +70,9 @@ def cancel(
         )
         where = f"to {target}." if target else "to default savepoint directory."
         echo(f"Cancelling job {job_id} with {fmt} savepoint {where}")
-    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.registry.status import JobState
 
-    outcome = JobClient(config).stop(job_id, target, False, fmt, end_state=JobState.CANCELED)
+    outcome = client.stop(job_id, target, False, fmt, end_state=JobState.CANCELED)
     if text:
         echo(f"Cancelled job {job_id}. Savepoint stored in {outcome.path}.")
     else:
@@ -83,9 +83,7 @@ def cancel(
 
 
 def _cancel(job_id: str, config: object, text: bool) -> None:
-    from flinkish_cli.client.jobs import JobClient
-
-    client = JobClient(config)
+    client = job_client(config)
     if text:
         echo(f"Cancelling job {job_id}.")
     status = client.cancel(job_id)

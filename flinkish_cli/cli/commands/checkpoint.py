@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand, require_job
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.options import common_options, job_client, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 
 
@@ -33,17 +33,16 @@ def checkpoint(
     output: str,
 ) -> None:
     """Wait until every query of the job has committed its next micro-batch."""
-    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.registry.jobid import parse_job_id
 
     job_text, _ = require_job(args, "Missing JobID. Specify a Job ID to manipulate a checkpoint.")
     job_id = parse_job_id(job_text)
-    config = load_config(conf_dir, dynamic)
+    client = job_client(load_config(conf_dir, dynamic))
     text = output != "json"
     if text:
         echo(f"Triggering checkpoint for job {job_id}.")
         echo("Waiting for response...")
-    done = JobClient(config).checkpoint(job_id)
+    done = client.checkpoint(job_id)
     if not text:
         print_json({"jid": job_id, **done.to_result(), "id": done.checkpoint_id})
         return

@@ -5,7 +5,9 @@ exchanges between them and each one's latest figures: :mod:`flinkish_cli.registr
 and what its checkpoint takes on storage, part by part, as its driver last measured it, and
 for the parts that grow with age (a file source's log, a file sink's log) why and what to do
 (:mod:`flinkish_cli.registry.footprint`). ``--output json`` gives both per query: its
-``checkpoint``, ``footprint`` and ``graph``.
+``checkpoint``, ``footprint`` and ``graph``. Through the REST endpoint when ``-m host:port``
+or ``rest.address`` names one, as every job action
+(:func:`flinkish_cli.cli.options.job_client`). A script's plans are always made here.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.options import common_options, job_client, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json
 from flinkish_cli.config.units import human_bytes
 
@@ -58,12 +60,12 @@ def info(
     from flinkish_cli.client.jobs import JobClient
 
     flags = {"parallelism.default": str(parallelism)} if parallelism else {}
-    client = JobClient(load_config(conf_dir, dynamic, flags))
+    config = load_config(conf_dir, dynamic, flags)
     if is_job_id(job) and not os.path.exists(job):
-        _job_info(client.job_info(job), _trailing_output(job_args, output))
+        _job_info(job_client(config).job_info(job), _trailing_output(job_args, output))
         return
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    script, plans = client.explain(job, list(job_args))
+    script, plans = JobClient(config).explain(job, list(job_args))  # a local session
     if output == "json":
         print_json({"job": script, "queries": [p.__dict__ for p in plans]})
         return

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand
-from flinkish_cli.cli.options import common_options, load_config, output_option
+from flinkish_cli.cli.options import common_options, job_client, load_config, output_option
 from flinkish_cli.cli.output import echo, print_json, warn
 
 if TYPE_CHECKING:
@@ -96,11 +96,9 @@ def list_jobs(
     output: str,
 ) -> None:
     """List running and scheduled jobs (-a: terminated ones too), one line each."""
-    from flinkish_cli.client.jobs import JobClient
-
     if not (running or scheduled or show_all):
         running = scheduled = True  # Flink's default: running and scheduled
-    client = JobClient(load_config(conf_dir, dynamic)).open()
+    client = job_client(load_config(conf_dir, dynamic)).open()
     if output != "json":
         echo("Waiting for response...")
     now = time.time()

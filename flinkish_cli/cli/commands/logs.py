@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand
-from flinkish_cli.cli.options import common_options, load_config
+from flinkish_cli.cli.options import common_options, job_client, load_config
 
 
 @click.command(cls=FlinkCommand, short_help="Show a job's driver log.")
@@ -30,9 +30,7 @@ def logs(
     """Print the driver log of a job; -f follows it while the job runs."""
     import sys
 
-    from flinkish_cli.client.jobs import JobClient
-
-    client = JobClient(load_config(conf_dir, dynamic))
+    client = job_client(load_config(conf_dir, dynamic))
     for chunk in client.log(job_id, follow=follow, last_lines=lines):
         sys.stdout.write(chunk)
         sys.stdout.flush()

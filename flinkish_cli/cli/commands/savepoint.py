@@ -13,6 +13,7 @@ from flinkish_cli.cli.flink_args import FlinkCommand, format_type, refuse_java, 
 from flinkish_cli.cli.options import (
     common_options,
     detached_trigger_option,
+    job_client,
     load_config,
     output_option,
     savepoint_type_option,
@@ -45,13 +46,12 @@ def savepoint(
 ) -> None:
     """Take a savepoint of a running job, dispose of one (-d), show one (info <path>), or
     list a job's savepoints, or every job's (list [<JobID>])."""
-    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.errors import UsageError
 
     if jarfile is not None:
         raise refuse_java("-j", f"-j/--jarfile {jarfile} (a program JAR)")
     text = output != "json"
-    client = JobClient(load_config(conf_dir, dynamic))
+    client = job_client(load_config(conf_dir, dynamic))
     if dispose:
         if text:
             echo(f"Disposing savepoint '{dispose}'.")

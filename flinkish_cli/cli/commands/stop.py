@@ -14,6 +14,7 @@ from flinkish_cli.cli.flink_args import FlinkCommand, format_type, job_and_targe
 from flinkish_cli.cli.options import (
     common_options,
     detached_trigger_option,
+    job_client,
     load_config,
     output_option,
     savepoint_dir_option,
@@ -50,7 +51,6 @@ def stop(
     output: str,
 ) -> None:
     """Stop a running job between micro-batches, take a savepoint, end it FINISHED."""
-    from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.registry.jobid import parse_job_id
     from flinkish_cli.registry.status import JobState
 
@@ -58,7 +58,7 @@ def stop(
     if extra:
         warn(f"Ignoring arguments after the JobID: {' '.join(extra)}")
     job_id = parse_job_id(job_text)
-    client = JobClient(load_config(conf_dir, dynamic))
+    client = job_client(load_config(conf_dir, dynamic))
     fmt = format_type(savepoint_type)
     text = output != "json"
     if text:

@@ -25,12 +25,6 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
     from flinkish_cli.errors import UsageError
 
     config = load_config(conf_dir, dynamic)
-    if config.get("web.submit.enable"):
-        raise UsageError(
-            "web.submit.enable is true, but flinkish web takes no program uploads.",
-            "Submit programs with 'flinkish run' (or 'flinkish upgrade'); set "
-            "web.submit.enable: false.",
-        )
     try:
         from flinkish_cli.web.app import WebSettings, create_app
         from flinkish_cli.web.server import bind, serve
@@ -44,6 +38,6 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
 
     settings = WebSettings.from_config(config, __version__)
     sock = bind(str(config.get("rest.bind-address")), config.get("rest.bind-port"), settings.token)
-    client = JobClient(config).open()
+    client = JobClient(config, keep_reads=True).open()
     roll_own_stderr(config)
     serve(create_app(client, settings), sock, settings, echo)

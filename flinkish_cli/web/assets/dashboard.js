@@ -2,14 +2,16 @@
 // REST API (Flink's paths, and flinkish's own under /flinkish/), refreshed every
 // refresh-interval (GET /config). Views: #/overview (the job list) and
 // #/job/<JobID>/<tab> (overview with charts, the job graph, checkpoints with each query's
-// size on storage, savepoints, exceptions, configuration). Its small pieces are ui.js's, the
-// graph's drawing graph.js's. Text from jobs is only ever set as text (never as HTML).
+// size on storage, savepoints, exceptions, configuration, state). Its small pieces are
+// ui.js's, the graph's drawing graph.js's, the State tab state.js's. Text from jobs is only
+// ever set as text (never as HTML).
 "use strict";
 
 (() => {
   const {
     TABS, TERMINAL, COLOURS, TOKEN_KEY, state, el, Unauthorized, api, pad, fmtTime,
     fmtDuration, fmtAge, fmtNumber, fmtRate, fmtBytes, badge, table, facts, show, problem,
+    makeChart,
   } = window.flinkishUi;
 
   // -- the job list ----------------------------------------------------------------------
@@ -86,26 +88,6 @@
     return { data: tables.length === 1 ? tables[0] : uPlot.join(tables), labels };
   }
 
-  function makeChart(box, spec, data) {
-    const width = Math.max(280, box.clientWidth - 16);
-    const options = {
-      width,
-      height: 220,
-      legend: { show: true },
-      cursor: { drag: { x: true, y: false } },
-      scales: { x: { time: true } },
-      axes: [{}, { size: 64, values: (u, ticks) => ticks.map((v) => spec.format(v)) }],
-      series: [{}, ...data.labels.map((label, i) => ({
-        label,
-        stroke: COLOURS[i % COLOURS.length],
-        width: 1.75,
-        spanGaps: true,
-        value: (u, v) => (v === null || v === undefined ? "—" : spec.format(v)),
-      }))],
-    };
-    return new uPlot(options, data.data, box);
-  }
-
   function chartsPanel(jid) {
     const root = el("div", { class: "charts" });
     const boxes = {};
@@ -162,9 +144,11 @@
     let charts = null;
     if (tab === "overview") {
       charts = chartsPanel(jid);
+    } else if (tab === "state") {
+      charts = window.flinkishState.panel(jid);
     }
     const jobQueries = el("div", {});
-    if (charts) body.append(charts.root, jobQueries);
+    if (charts) body.append(charts.root, ...(tab === "overview" ? [jobQueries] : []));
     let actionsBuilt = false;
     const actions = el("div", { class: "actions" });
 

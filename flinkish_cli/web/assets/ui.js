@@ -11,6 +11,7 @@ window.flinkishUi = (() => {
     ["savepoints", "Savepoints"],
     ["exceptions", "Exceptions"],
     ["configuration", "Configuration"],
+    ["state", "State"],
   ];
   const TERMINAL = new Set(["FINISHED", "CANCELED", "FAILED"]);
   const COLOURS = ["#2f6fdb", "#e8710a", "#1b873f", "#c3322b", "#8e44ad", "#8c564b", "#0097a7"];
@@ -128,6 +129,28 @@ window.flinkishUi = (() => {
           el("dt", {}, k), el("dd", {}, v))));
   }
 
+  // A time chart (uPlot) in box: data is uPlot's ([times, ...values]), one label per line,
+  // spec.format formats the values.
+  function makeChart(box, spec, data) {
+    const width = Math.max(280, box.clientWidth - 16);
+    const options = {
+      width,
+      height: 220,
+      legend: { show: true },
+      cursor: { drag: { x: true, y: false } },
+      scales: { x: { time: true } },
+      axes: [{}, { size: 64, values: (u, ticks) => ticks.map((v) => spec.format(v)) }],
+      series: [{}, ...data.labels.map((label, i) => ({
+        label,
+        stroke: COLOURS[i % COLOURS.length],
+        width: 1.75,
+        spanGaps: true,
+        value: (u, v) => (v === null || v === undefined ? "—" : spec.format(v)),
+      }))],
+    };
+    return new uPlot(options, data.data, box);
+  }
+
   function show(...nodes) {
     const main = document.getElementById("main");
     main.replaceChildren(...nodes);
@@ -142,5 +165,6 @@ window.flinkishUi = (() => {
   return {
     TABS, TERMINAL, COLOURS, TOKEN_KEY, state, el, Unauthorized, api, pad, fmtTime,
     fmtDuration, fmtAge, fmtNumber, fmtRate, fmtBytes, badge, table, facts, show, problem,
+    makeChart,
   };
 })();

@@ -1,0 +1,273 @@
+"""Programs submitted to a session cluster through ``flinkish web``, as Flink's CLI submits
+a jar through ``/jars/upload`` and ``/jars/:id/run``.
+
+Both sides of the exchange live here (the routes are :mod:`flinkish_cli.client.wire`'s):
+
+- **The CLI** (:func:`program_archive`) checks the program as ``run`` always does (present,
+  valid Python, not PyFlink) and zips the job's code, the same files a job ships to its
+  executors (:func:`~flinkish_cli.submission.packaging.package_job`), in memory. It imports
+  neither pyspark nor pandas: the job's program runs on the server's machine.
+- **The server** (:func:`unpack`) writes the upload into a private directory
+  (``<env.log.dir>/.upload-<id>``, mode 0700; no path may leave it), and
+  (:func:`start_uploaded`) starts the job exactly as a session-cluster ``run`` on that
+  machine does: the job's own supervisor process, which runs its Connect client process and
+  restarts it by the job's restart strategy, so savepoints, periodic savepoints, restarts
+  and upgrades are those of any session-cluster job, and a dying job takes no other with it.
+  The job runs with **its own configuration** (the one the CLI sent, ``-D`` included, never
+  the server's) and an environment holding only the variables a Python process and Spark
+  need (:data:`KEPT_ENVIRONMENT`): none of the server's secrets (its token, its AWS
+  credentials) reach the program.
+
+A ``savepointPath`` is checked against the program as ``run -s`` checks it (the state check
+of :mod:`.restore_check`, its planning process in the job's environment), unless the run
+is an upgrade's new program, which the CLI checked before it touched the old job
+(``leaveOut`` then says what the restore leaves out).
+
+Not through the endpoint (refused with the alternative): ``-pyfs``, ``-pyarch``, ``-pyreq``,
+``-pyexec``, ``-pyclientexec``, ``-pym`` and ``-sae``. The uploaded program stays in its
+directory while the flinkish web that took it runs (a restarted client reads it again);
+the kept program of the registry (``program.zip``) is what an upgrade's rollback uses.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.registry.jobid import is_job_id
+from flinkish_cli.submission import packaging
+from flinkish_cli.submission.submit import RunRequest, check_program
+
+#: An upload's directory is ``<env.log.dir>/.upload-<id>``.
+UPLOAD_PREFIX = ".upload-"
+#: The environment variables a submitted job's processes keep from the server's: what Python,
+#: Java and Spark need to start, nothing that carries a credential.
+KEPT_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "JAVA_HOME",
+    "SPARK_HOME",
+    "SPARK_CONF_DIR",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+)
+
+
+@dataclass
+class UploadedRun:
+    """What ``/flinkish/jars/:id/run`` asks: the program inside the upload, its arguments,
+    its configuration (flat, as :meth:`Configuration.to_flat` gives it) and run's options."""
+
+    entry: str
+    args: list[str] = field(default_factory=list)
+    configuration: dict[str, str] = field(default_factory=dict)
+    detached: bool = False
+    parallelism: int | None = None
+    from_savepoint: str | None = None
+    allow_non_restored_state: bool = False
+    claim_mode: str = "no_claim"
+    #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
+    upgraded_from: str | None = None
+    rolled_back: bool = False
+    #: the program as the user named it (what the registry's kept program shows)
+    origin: str | None = None
+    #: ``upgrade``: the state check was made before the old job was touched; what the
+    #: restore leaves out (-n). None: the server checks a ``savepointPath`` itself
+    leave_out: dict[str, list[int]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "entryClass": self.entry,
+            "programArgsList": list(self.args),
+            "flinkConfiguration": dict(self.configuration),
+            "detached": self.detached,
+            "parallelism": self.parallelism,
+            "savepointPath": self.from_savepoint,
+            "allowNonRestoredState": self.allow_non_restored_state,
+            "claimMode": self.claim_mode,
+            "upgradedFrom": self.upgraded_from,
+            "rolledBack": self.rolled_back,
+            "origin": self.origin,
+            "leaveOut": self.leave_out,
+        }
+
+    @classmethod
+    def from_json(cls, body: Any) -> UploadedRun:
+        """The request's body, checked; :class:`UsageError` naming what is wrong."""
+        if not isinstance(body, dict):
+            raise UsageError("The run request is not a JSON object.")
+        entry = body.get("entryClass")
+        args = body.get("programArgsList") or []
+        conf = body.get("flinkConfiguration") or {}
+        parallelism = body.get("parallelism")
+        if not isinstance(entry, str) or not entry:
+            raise UsageError("The run request names no program (entryClass).")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise UsageError("programArgsList must be a list of strings.")
+        if not isinstance(conf, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in conf.items()
+        ):
+            raise UsageError("flinkConfiguration must map keys to string values.")
+        if parallelism is not None and (not isinstance(parallelism, int) or parallelism < 1):
+            raise UsageError("parallelism must be a positive integer.")
+        savepoint = body.get("savepointPath")
+        if savepoint is not None and not isinstance(savepoint, str):
+            raise UsageError("savepointPath must be a string.")
+        replaced = body.get("upgradedFrom")
+        if replaced is not None and not (isinstance(replaced, str) and is_job_id(replaced)):
+            raise UsageError("upgradedFrom must be a JobID.")
+        leave_out = body.get("leaveOut")
+        if leave_out is not None and not (
+            isinstance(leave_out, dict)
+            and all(
+                isinstance(query, str)
+                and isinstance(ids, list)
+                and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
+                for query, ids in leave_out.items()
+            )
+        ):
+            raise UsageError("leaveOut must map query names to lists of operator ids.")
+        return cls(
+            entry=entry,
+            args=list(args),
+            configuration=dict(conf),
+            detached=bool(body.get("detached")),
+            parallelism=parallelism,
+            from_savepoint=savepoint or None,
+            allow_non_restored_state=bool(body.get("allowNonRestoredState")),
+            claim_mode=str(body.get("claimMode") or "no_claim"),
+            upgraded_from=replaced,
+            rolled_back=bool(body.get("rolledBack")),
+            origin=str(body["origin"]) if body.get("origin") else None,
+            leave_out=leave_out,
+        )
+
+
+# -- the CLI's side --------------------------------------------------------------------------
+def program_archive(request: RunRequest) -> tuple[bytes, str]:
+    """The job's code as a zip (in memory) and its script's path inside it; the program is
+    checked first, as ``run`` checks it. :class:`UsageError` for an option that does not
+    go through the endpoint."""
+    unsupported = [
+        flag
+        for flag, given in (
+            ("-pym", request.module),
+            ("-pyfs", request.py_files),
+            ("-pyarch", request.py_archives),
+            ("-pyreq", request.py_requirements),
+            ("-pyexec", request.py_executable),
+            ("-pyclientexec", request.py_client_executable),
+            ("-sae", request.shutdown_on_attached_exit),
+        )
+        if given
+    ]
+    if unsupported:
+        raise UsageError(
+            f"{', '.join(unsupported)} cannot be submitted through flinkish web yet.",
+            "Give -m the session cluster's Connect server (-m sc://host:port) to run the "
+            "program from this machine, with these options.",
+        )
+    script = check_program(request)
+    assert script is not None
+    with tempfile.TemporaryDirectory(prefix="flinkish-upload-") as scratch:
+        package = packaging.package_job(script, Path(scratch))
+        return package.zip_path.read_bytes(), package.script_in_zip
+
+
+def run_request(upload: Path, run: UploadedRun, session_cluster: str) -> RunRequest:
+    """The :class:`RunRequest` of an uploaded program, as ``run -m <session cluster>`` on the
+    server's machine would make it."""
+    script = (upload / run.entry).resolve()
+    if not script.is_relative_to(upload.resolve()) or not script.is_file():
+        raise JobError(f"The upload holds no program {run.entry}.")
+    return RunRequest(
+        script=str(script),
+        args=list(run.args),
+        parallelism=run.parallelism,
+        detached=run.detached,
+        jobmanager=session_cluster,
+        from_savepoint=run.from_savepoint,
+        allow_non_restored_state=run.allow_non_restored_state,
+        claim_mode=run.claim_mode,
+        upgraded_from=run.upgraded_from,
+        rolled_back=run.rolled_back,
+        leave_out=run.leave_out,
+    )
+
+
+# -- the server's side -----------------------------------------------------------------------
+def unpack(data: bytes, base: Path) -> str:
+    """Write an uploaded zip into a new private directory under ``base``; its id.
+    :class:`UsageError` for anything that is not a zip of files inside it."""
+    upload_id = secrets.token_hex(16)
+    target = base / f"{UPLOAD_PREFIX}{upload_id}"
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        names = archive.namelist()
+    except (zipfile.BadZipFile, ValueError):
+        raise UsageError("The upload is not a zip archive.") from None
+    base.mkdir(parents=True, exist_ok=True)
+    target.mkdir(mode=0o700)
+    os.chmod(target, 0o700)
+    try:
+        for name in names:
+            path = (target / name).resolve()
+            if name.startswith("/") or not path.is_relative_to(target.resolve()):
+                raise UsageError(f"The upload holds a path outside its directory: {name}.")
+            if name.endswith("/"):
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(archive.read(name))
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    return upload_id
+
+
+def upload_dir(base: Path, upload_id: str) -> Path:
+    """The directory of an upload; :class:`JobError` when there is none of that id."""
+    if not upload_id.isalnum():
+        raise JobError(f"There is no upload {upload_id}.")
+    found = base / f"{UPLOAD_PREFIX}{upload_id}"
+    if not found.is_dir():
+        raise JobError(f"There is no upload {upload_id}.", "Upload the program first.")
+    return found
+
+
+def job_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a submitted job starts with: :data:`KEPT_ENVIRONMENT` and ``LC_*`` of
+    the server's, nothing else."""
+    source = dict(os.environ if environ is None else environ)
+    return {k: v for k, v in source.items() if k in KEPT_ENVIRONMENT or k.startswith("LC_")}
+
+
+def start_uploaded(upload: Path, run: UploadedRun, session_cluster: str) -> str:
+    """Start the uploaded program as a session-cluster job with its own configuration; its
+    JobID once its supervisor runs (the caller follows the registry)."""
+    from flinkish_cli.config.model import Configuration
+    from flinkish_cli.submission import submit
+    from flinkish_cli.submission.run import restore_plan
+
+    config = Configuration.from_flat(run.configuration)
+    request = run_request(upload, run, session_cluster)
+    config = config.with_overrides(request.config_flags())
+    environment = job_environment()  # the state check runs the program as the job will
+    prepared = submit.prepare(request, config, restore_plan(request, config, None, environment))
+    if run.origin:  # the user's program, not the upload's copy
+        prepared.program.origin = run.origin
+    submit.start(prepared, pipe_output=False, environment=environment)
+    return prepared.plan.job_id

@@ -1,0 +1,187 @@
+"""Programs submitted to a session cluster through ``flinkish web`` (``web.submit.enable``).
+
+The fast tests check the exchange's two sides without Spark (the run request, the upload's
+directory, the job's environment, what the endpoint refuses); one module-scoped session
+cluster (the ``connect_server`` fixture, a real Spark Connect server) with a ``flinkish web``
+of this test's registry in front of it runs the submitted jobs: ``run -d`` prints Flink's line
+from a CLI process that imports neither pyspark nor pandas, the program does not see the
+server's secret environment, and an attached BATCH run ends as a session-cluster run does.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flinkish_cli.errors import UsageError
+from flinkish_cli.submission import upload
+from flinkish_cli.submission.submit import RunRequest
+from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of
+from tests.fixtures.web_server import WebServer, running_web
+
+JOB = """
+import os, sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+out = sys.argv[1]
+with open(out, "w") as handle:
+    handle.write(os.environ.get("SERVER_SECRET", "<unset>"))
+rows = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+query = rows.writeStream.format("noop").queryName("rate").start()
+query.awaitTermination()
+print("count", spark.range(7).count())
+"""
+
+
+# -- without Spark ---------------------------------------------------------------------------
+def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
+    run = upload.UploadedRun("job.py", ["--x", "1"], {"parallelism.default": "2"}, True, 3)
+    run.upgraded_from, run.origin = "0" * 32, "/home/me/job.py"
+    run.leave_out = {"counts": [1, 2]}
+    assert upload.UploadedRun.from_json(json.loads(json.dumps(run.to_json()))) == run
+    for body, word in (
+        ([], "not a JSON object"),
+        ({}, "names no program"),
+        ({"entryClass": "j.py", "programArgsList": [1]}, "programArgsList"),
+        ({"entryClass": "j.py", "flinkConfiguration": {"a": 1}}, "flinkConfiguration"),
+        ({"entryClass": "j.py", "parallelism": 0}, "parallelism"),
+        ({"entryClass": "j.py", "upgradedFrom": "../x"}, "upgradedFrom"),
+        ({"entryClass": "j.py", "leaveOut": {"q": [-1]}}, "leaveOut"),
+        ({"entryClass": "j.py", "leaveOut": ["q"]}, "leaveOut"),
+    ):
+        with pytest.raises(UsageError, match=word):
+            upload.UploadedRun.from_json(body)
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_an_upload_is_private_and_never_leaves_its_directory(tmp_path: Path) -> None:
+    upload_id = upload.unpack(_zip({"job.py": "print(1)", "pkg/mod.py": ""}), tmp_path)
+    found = upload.upload_dir(tmp_path, upload_id)
+    assert (found / "pkg" / "mod.py").is_file() and found.stat().st_mode & 0o777 == 0o700
+    with pytest.raises(UsageError, match="outside its directory"):
+        upload.unpack(_zip({"../evil.py": "x"}), tmp_path)
+    with pytest.raises(UsageError, match="not a zip"):
+        upload.unpack(b"no zip", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [found.name]  # nothing left over
+    with pytest.raises(Exception, match="no upload"):
+        upload.upload_dir(tmp_path, "../x")
+    run = upload.UploadedRun("../job.py")
+    with pytest.raises(Exception, match="holds no program"):
+        upload.run_request(found, run, "sc://127.0.0.1:1")
+
+
+def test_a_submitted_job_keeps_none_of_the_servers_secrets() -> None:
+    kept = upload.job_environment(
+        {"PATH": "/bin", "LC_ALL": "C", "AWS_SECRET_ACCESS_KEY": "s", "FLINKISH_WEB_TOKEN": "t"}
+    )
+    assert kept == {"PATH": "/bin", "LC_ALL": "C"}
+
+
+def test_options_that_do_not_travel_are_refused_with_the_alternative(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text("print(1)\n")
+    with pytest.raises(UsageError, match="-pyfs cannot be submitted") as refused:
+        upload.program_archive(RunRequest(script=str(script), py_files=[str(tmp_path)]))
+    assert "sc://host:port" in (refused.value.hint or "")
+    data, entry = upload.program_archive(RunRequest(script=str(script)))
+    assert entry == "job.py" and zipfile.ZipFile(io.BytesIO(data)).namelist() == ["job.py"]
+
+
+def test_uploads_are_refused_while_web_submit_enable_is_off(flinkish_env: FlinkishEnv) -> None:
+    body = {"name": "job.py", "archive": base64.b64encode(_zip({})).decode()}
+    with running_web(flinkish_env, "-D", "flinkish.web.session-cluster=sc://127.0.0.1:1") as web:
+        reply = web.request("POST", "/flinkish/jars/upload", body=body)
+        assert reply.status == 404 and "web.submit.enable" in reply.json()["errors"][0]
+        assert web.get("/flinkish/cluster").json()["submit"] is False
+
+
+# -- a real session cluster ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def submitting_web(
+    tmp_path_factory: pytest.TempPathFactory, connect_server: str
+) -> Iterator[tuple[FlinkishEnv, WebServer]]:
+    env = FlinkishEnv.under(tmp_path_factory.mktemp("submit"))
+    options = ["-D", f"flinkish.web.session-cluster={connect_server}"]
+    options += ["-D", "web.submit.enable=true"]
+    with running_web(env, *options, environ={"SERVER_SECRET": "s3cr3t"}) as web:
+        yield env, web
+
+
+def _importtime(env: FlinkishEnv, *args: str) -> tuple[subprocess.CompletedProcess[str], set]:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "flinkish_cli", *args],
+        env=env.environ(), cwd=env.root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    imported = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if "|" in line
+    }
+    return result, imported
+
+
+@pytest.mark.spark
+def test_run_through_the_endpoint_starts_the_program_there(
+    submitting_web: tuple[FlinkishEnv, WebServer],
+) -> None:
+    env, web = submitting_web
+    job = env.root / "prog" / "job.py"
+    job.parent.mkdir()
+    job.write_text(JOB)
+    seen = env.root / "seen-detached"
+    started = time.monotonic()
+    result, imported = _importtime(env, "run", "-d", "-m", web.address, str(job), str(seen))
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    job_id = job_id_of(result.stdout)
+    assert result.stdout.splitlines()[0] == f"Job has been submitted with JobID {job_id}"
+    assert not imported & {"pyspark", "pandas", "pyarrow", "grpc"}, sorted(imported)
+    print(f"run -d through flinkish web: {took:.2f} s to its JobID line (with -X importtime)")
+
+    # upgrade through the endpoint: the new program is uploaded too, and runs from the savepoint
+    upgraded = env.run("upgrade", "-m", web.address, job_id, str(job), str(seen), check=True)
+    assert "Savepoint completed. Path: " in upgraded.stdout, upgraded.stdout
+    new_id = job_id_of(upgraded.stdout.split("Savepoint completed.", 1)[1])
+    assert f"Upgrade of job {job_id} completed: job {new_id}" in upgraded.stdout, upgraded.stdout
+    assert seen.read_text() == "<unset>"  # the server's SERVER_SECRET never reached it
+    env.run("cancel", "-m", web.address, new_id, check=True)
+
+    # attached, BATCH: Flink's lines, the job's end; the program saw its own environment
+    seen_attached = env.root / "seen-attached"
+    attached = env.run(
+        "run", "-m", web.address, "-D", "execution.runtime-mode=BATCH", str(job),
+        str(seen_attached),
+    )  # fmt: skip
+    assert attached.returncode == 0, attached.stderr[-3000:]
+    lines = attached.stdout.splitlines()
+    other = job_id_of(attached.stdout)
+    assert lines[0] == f"Job has been submitted with JobID {other}"
+    assert "Program execution finished" in lines
+    assert f"Job with JobID {other} has finished." in lines
+    assert seen_attached.read_text() == "<unset>"
+    listed = env.run("list", "-a", "--output", "json", check=True).stdout
+    states = {j["jid"]: j["state"] for j in json.loads(listed)["jobs"]}
+    assert states[other] == "FINISHED" and job_id in states
+
+    # a program that fails: exit 1, Flink's failure, as a session-cluster run
+    bad = env.root / "prog" / "bad.py"
+    bad.write_text("import sys\nsys.exit(3)\n")
+    failed = env.run("run", "-m", web.address, str(bad))
+    assert failed.returncode == 1 and "failed" in failed.stderr, failed.stderr
