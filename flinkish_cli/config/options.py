@@ -1224,8 +1224,9 @@ OPTIONS: tuple[Option, ...] = (
         note="Saves seconds of every driver's start. The archive is made by "
         "scripts/setup.sh, or in the background by the first job that finds none; a stale "
         "or refused archive is one line in the job's log and the driver starts without it. "
-        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions), and the "
-        "local Spark that 'flinkish state' and 'savepoint info' start to read state.",
+        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions), the "
+        "local Spark that 'flinkish state' and 'savepoint info' start to read state, and the "
+        "one the state check before a restore (run -s, upgrade) plans the program in.",
     ),
     Option(
         "env.log.max",
