@@ -586,6 +586,7 @@ class RestJobClient(JobClient):
             upgraded_from=request.upgraded_from,
             rolled_back=request.rolled_back,
             origin=str(Path(request.script).resolve()),
+            leave_out=request.leave_out,
         )
         path = run_path(upload_id)
         answer = self.endpoint.json("POST", path, body=run.to_json(), timeout=SLACK_SECONDS * 4)

@@ -4,8 +4,13 @@ program does not become stable (the Flink Kubernetes Operator's upgrade, without
 1. **Check** everything that can be checked before the old job is touched: the JobID names a
    job the mode can upgrade, the new program exists and compiles, the configuration is valid
    and its deployment reachable (everything ``run`` checks), the savepoint directory is
-   writable, and the old job's kept program (:mod:`~flinkish_cli.registry.program`) can be
-   brought back for a rollback. A refusal leaves the old job as it was.
+   writable, the new program fits the old job's state (the state partitions ``-p`` asks
+   for, and the state check of :mod:`~flinkish_cli.submission.restore_check`: the program
+   planned without running a batch, Spark's own rules on its stateful operators, ``-n``
+   for state it no longer has), and the old job's kept program
+   (:mod:`~flinkish_cli.registry.program`) can be brought back for a rollback. A refusal
+   leaves the old job as it was. Where the state check cannot tell without running, it
+   says so, and steps 4 and 5 stand behind it.
 2. **Take the state**: ``savepoint`` (the default) stops the job with a savepoint, recorded
    UPGRADE in its history; a job that cannot take one (not running, or its savepoint failed)
    falls back to ``last-state`` only when ``flinkish.upgrade.last-state-fallback.enabled``
@@ -84,6 +89,8 @@ class Upgrade:
         self.request = request
         self.presenter = presenter
         self.mode = request.mode
+        #: what the new program's restore leaves out (-n), as the state check found
+        self.leave_out: dict[str, list[int]] = {}
         self.outcome = UpgradeOutcome(
             Result.FAILED,
             parse_job_id(request.job_id),
@@ -105,10 +112,39 @@ class Upgrade:
         prepared.discard()
         for message in prepared.notices:
             self.presenter.notice(message)
+        self.leave_out = self._check_against_state(old)
         rollback = (
             bring_back(self.registry, self.config, old.job_id) if self.request.rollback else None
         )
         return old, rollback
+
+    def _check_against_state(self, old: JobStatus) -> dict[str, list[int]]:
+        """The new program against the old job's state (the state its savepoint or last
+        state will hold): the partitions a rescale must reach, then the state check
+        (:mod:`~flinkish_cli.submission.restore_check`); what the restore leaves out (-n)."""
+        if self.mode is UpgradeMode.STATELESS:
+            return {}
+        from flinkish_cli.submission import restore_check
+
+        job = old.job_id
+        running = old.effective_state() is JobState.RUNNING
+        untouched = f"Job {job} {'still runs, untouched' if running else 'is left as it is'}."
+        saved = restore_check.of_job(old, self.config)
+        try:
+            restore_check.refuse_rescale(saved, self.config)
+        except FlinkishError as error:
+            raise type(error)(
+                f"Cannot upgrade job {job}: {error.message}", f"{error.hint or ''} {untouched}"
+            ) from None
+        verdict = restore_check.check_restore(
+            self.request.program,
+            self.config,
+            saved,
+            self.presenter.notice,
+            f"Cannot upgrade job {job}: the new program",
+            untouched,
+        )
+        return verdict.leave_out
 
     # -- 2.-5. -----------------------------------------------------------------------------
     def run(self) -> UpgradeOutcome:
@@ -242,6 +278,9 @@ class Upgrade:
             upgraded_from=replaces,
             rolled_back=rolled_back,
             shutdown_on_attached_exit=False,
+            # checked against the state before the old job was touched (step 1); a rollback
+            # restores what the previous program had
+            leave_out={} if rolled_back else self.leave_out,
         )
         remote = submission_client(config, request)
         if remote is not None:

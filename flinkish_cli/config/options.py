@@ -420,6 +420,28 @@ OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "flinkish.restore.state-check.enabled",
+        Bool(),
+        E,
+        "Before a program starts from a savepoint or retained checkpoint (run -s, upgrade), "
+        "plan it in a local Spark session without running a batch and check it against the "
+        "state: the same queries, the same stateful operators in the same order, key and "
+        "value schemas Spark accepts. A mismatch is refused before anything is touched.",
+        RUNTIME,
+        default="true",
+    ),
+    Option(
+        "flinkish.restore.state-check.timeout",
+        Duration(),
+        E,
+        "How long the state check may plan the program (its local Spark session, the "
+        "program's run up to its first wait); past it the check says it cannot tell, and "
+        "the new job's start checks the state instead.",
+        RUNTIME,
+        default="2 min",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
         "execution.checkpointing.num-retained",
         Int(),
         C,
@@ -1202,8 +1224,9 @@ OPTIONS: tuple[Option, ...] = (
         note="Saves seconds of every driver's start. The archive is made by "
         "scripts/setup.sh, or in the background by the first job that finds none; a stale "
         "or refused archive is one line in the job's log and the driver starts without it. "
-        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions), and the "
-        "local Spark that 'flinkish state' and 'savepoint info' start to read state.",
+        "Client-mode drivers only (local, standalone, YARN and Kubernetes sessions), the "
+        "local Spark that 'flinkish state' and 'savepoint info' start to read state, and the "
+        "one the state check before a restore (run -s, upgrade) plans the program in.",
     ),
     Option(
         "env.log.max",

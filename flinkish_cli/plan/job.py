@@ -48,6 +48,10 @@ class RestorePlan:
     source: str
     allow_non_restored_state: bool = False
     claim_mode: str = "no_claim"
+    #: query -> ids of its stateful operators whose state the restore leaves out: the last
+    #: operators of a query the new program no longer has, skipped with -n (the state check
+    #: found them; Spark refuses a restored query with state its plan does not have)
+    leave_out: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass

@@ -21,5 +21,9 @@ user's unmodified PySpark script.
 - :mod:`.checkpoint_rules`  checkpoint timeout, tolerable failures, min-pause, retention.
 - :mod:`.restoring`         restoring queries from a savepoint or retained checkpoint.
 - :mod:`.flavour`, :mod:`.session`  classic Spark or a Spark Connect session cluster.
-- :mod:`.planner`           ``flinkish info``'s dry run in a quiet local session.
+- :mod:`.planner`           the program's dry run in a quiet local session (``flinkish info``,
+                            the state check).
+- :mod:`.state_check`       ``python -m flinkish_cli.runtime.state_check``: a new program
+                            planned against the state it restores, in a process of its own.
+- :mod:`.compatibility`     whether a program fits the state it restores (no Spark).
 """

@@ -4,11 +4,11 @@ One documented patch point per pyspark class, for each :class:`~.flavour.Flavour
 and Spark Connect classes alike), tested against the pinned pyspark version:
 
 ``DataStreamWriter``
-    ``option``/``options``/``queryName``/``trigger``/``format``/``foreach``/``foreachBatch``
-    record what the script set and pass it on unchanged. ``start``/``toTable`` start the query
-    at once, as Spark does, after the :class:`QueryStarter` has given it its identity, its
-    checkpoint (restored from a savepoint when the job resumes) and its trigger; they return
-    Spark's own ``StreamingQuery``.
+    ``option``/``options``/``queryName``/``outputMode``/``trigger``/``format``/``foreach``/
+    ``foreachBatch`` record what the script set and pass it on unchanged. ``start``/
+    ``toTable`` start the query at once, as Spark does, after the :class:`QueryStarter` has
+    given it its identity, its checkpoint (restored from a savepoint when the job resumes)
+    and its trigger; they return Spark's own ``StreamingQuery``.
 ``StreamingQuery``
     ``awaitTermination``/``processAllAvailable``: the program's first wait (see below).
 ``StreamingQueryManager``
@@ -190,6 +190,7 @@ def _patch_writer(cls: type) -> None:
             "option",
             "options",
             "queryName",
+            "outputMode",
             "trigger",
             "format",
             "foreach",
@@ -217,6 +218,10 @@ def _patch_writer(cls: type) -> None:
     def query_name(self: Any, queryName: str) -> Any:
         self._flinkish_name = queryName
         return orig["queryName"](self, queryName)
+
+    def output_mode(self: Any, outputMode: str) -> Any:
+        self._flinkish_output_mode = str(outputMode)
+        return orig["outputMode"](self, outputMode)
 
     def trigger(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = orig["trigger"](self, *args, **kwargs)
@@ -280,6 +285,7 @@ def _patch_writer(cls: type) -> None:
         "option": option,
         "options": options,
         "queryName": query_name,
+        "outputMode": output_mode,
         "trigger": trigger,
         "format": format_,
         "foreach": foreach,

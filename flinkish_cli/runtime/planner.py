@@ -1,14 +1,18 @@
-"""``flinkish info``: the plan of each streaming query of a job, without running it.
+"""The dry run of a job's program: it runs in a local Spark session with the job's
+configuration, under the same hooks as a real run, and ``start()`` records each query
+instead of starting it (it returns a query that never runs; the program's waits return at
+once). Nothing is read from a source or written to a sink.
 
-The job's script runs in a local Spark session with the job's configuration, under the same
-hooks as a real run, in dry-run mode: ``start()`` records each query and nothing starts.
-Each recorded query's DataFrame is then explained (Spark's ``explain``).
+Two users: ``flinkish info`` (:func:`plan_queries`: each recorded query's DataFrame
+explained, Spark's ``explain``) and the state check before a restore
+(:mod:`.state_check`, which plans each query against the savepoint's state).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +53,14 @@ class _Planner:
         return None
 
 
-def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[QueryPlan]:
-    """Run ``entry`` in dry-run mode and explain every query it would start."""
+@contextlib.contextmanager
+def dry_run(
+    entry: Entry, spark_conf: dict[str, str], master: str, class_data_sharing: bool = False
+) -> Iterator[tuple[Any, hooks.QueryController]]:
+    """Run ``entry`` to its end without starting a query: the session (mapping the drivers'
+    class-data sharing archive with ``class_data_sharing``) and the controller that recorded
+    each query's writer (``controller.writers``, identity -> writer, in the order of start).
+    A :class:`~flinkish_cli.errors.JobError` when the program fails."""
     from flinkish_cli.errors import FlinkishError, JobError
     from flinkish_cli.runtime.flavour import classic
     from flinkish_cli.runtime.program import run_program
@@ -60,7 +70,7 @@ def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[
     def stop(spark: Any) -> None:  # the script's stop() is patched to keep the session
         hooks.stop_session(classic(), spark)
 
-    with local_session(master, spark_conf, stop):
+    with local_session(master, spark_conf, stop, class_data_sharing) as spark:
         controller = hooks.QueryController(_Planner(), classic())
         hooks.install(controller)
         try:
@@ -75,22 +85,35 @@ def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[
             raise JobError(
                 f"The job's program failed while being planned: {short_cause(error, entry.target)}"
             ) from error
+        yield spark, controller
+
+
+def generated_note(name: str, writer: Any) -> str | None:
+    """What ``info`` says of a query whose identity was generated (None for a named one)."""
+    if not (is_generated(name) and getattr(writer, "_flinkish_name", None) is None):
+        return None
+    return (
+        f"This query has no name: '{name}' is generated from the order in which the "
+        "program starts its unnamed queries. Name it with .queryName('...') so that "
+        "its state survives changes to the program."
+    )
+
+
+def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[QueryPlan]:
+    """Run ``entry`` in dry-run mode and explain every query it would start."""
+    with dry_run(entry, spark_conf, master) as (_spark, controller):
         plans = []
         for name, writer in controller.writers.items():
             buffer = io.StringIO()
             with contextlib.redirect_stdout(buffer):
                 writer._df.explain(extended=True)
-            generated = is_generated(name) and getattr(writer, "_flinkish_name", None) is None
-            note = (
-                f"This query has no name: '{name}' is generated from the order in which the "
-                "program starts its unnamed queries. Name it with .queryName('...') so that "
-                "its state survives changes to the program."
-                if generated
-                else None
-            )
+            note = generated_note(name, writer)
             plans.append(
                 QueryPlan(
-                    name=name, plan=buffer.getvalue().rstrip(), generated=generated, note=note
+                    name=name,
+                    plan=buffer.getvalue().rstrip(),
+                    generated=note is not None,
+                    note=note,
                 )
             )
         return plans

@@ -5,7 +5,9 @@ the driver reads it again when the program starts its first query (HDFS is only 
 from here). Then, query by query, just before each starts:
 
 - a query the savepoint knows gets the savepoint's state copied into its checkpoint (a
-  generated identity must still be the same kind of query: same sink, same sources);
+  generated identity must still be the same kind of query: same sink, same sources, or,
+  with ``-n``, it starts fresh); with ``-n``, the state of operators the state check found
+  gone from the end of the query is left out (``RestorePlan.leave_out``);
 - a query the savepoint does not know starts fresh (a new query, as a new operator in Flink);
 - the state is repartitioned when the session's shuffle partitions differ from the
   savepoint's (RocksDB; Spark keeps a checkpoint's partitions otherwise).
@@ -84,14 +86,18 @@ class JobRestorer:
         if saved is None:
             log.info("%s is not in %s: it starts fresh.", query.label(), self.source.path)
             return
-        self._check_shape(query, saved)
+        if not self._check_shape(query, saved):
+            return
         if target.exists(checkpoint):
             self._check_existing(query, target, checkpoint, saved, script_owned)
             return
         from flinkish_cli.savepoints.restore import restore_query
 
         self._mark(query.identity, "started")
-        restore_query(self.source_storage, self.source, query.identity, target, checkpoint)
+        leave_out = self.plan.restore.leave_out.get(query.identity, [])
+        restore_query(
+            self.source_storage, self.source, query.identity, target, checkpoint, leave_out
+        )
         faults.inject("restore-copied", self.plan.attempt)
         self.restored[query.identity] = saved.last_committed_batch
         if self._rescale(query, saved, checkpoint, spark, repartition):
@@ -186,13 +192,24 @@ class JobRestorer:
         self.restored[query.identity] += 1
         return True
 
-    def _check_shape(self, query: QueryIdentity, saved: Any) -> None:
-        """A generated identity must still name the same kind of query."""
+    def _check_shape(self, query: QueryIdentity, saved: Any) -> bool:
+        """A generated identity must still name the same kind of query: False when it does
+        not and ``-n`` skips the saved state (the query starts fresh), else an error."""
         if not query.generated:
-            return
+            return True
         before = QueryShape.from_text(getattr(saved, "shape", None))
         if before is None or before.matches(query.shape):
-            return
+            return True
+        assert self.plan.restore is not None
+        if self.plan.restore.allow_non_restored_state:
+            log.warning(
+                "Skipping the savepoint's state of '%s' (%s, -n): the job's %s is another "
+                "kind of query; it starts fresh.",
+                query.identity,
+                before.describe(),
+                query.label(),
+            )
+            return False
         raise SavepointError(
             f"The job's unnamed query '{query.identity}' ({query.shape.describe()}) does not "
             f"match the savepoint's '{query.identity}' ({before.describe()}): the program's "

@@ -21,12 +21,14 @@ The job's driver then restores each query before it starts (:func:`restore_query
 copies (or hard-links) the query's files into the job's own checkpoint directory, so the
 savepoint itself is never modified (``no_claim``), and repartitions the state when the
 parallelism changed. Every query of the savepoint must be matched by a query of the job
-unless ``--allowNonRestoredState`` is given.
+unless ``--allowNonRestoredState`` is given; with it, the state of the operators the state
+check found gone from the end of a query is left out (``RestorePlan.leave_out``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -191,6 +193,14 @@ def plan_restore(request: Any, config: Any) -> RestorePlan:
     A plain local path is made absolute here, against the caller's working directory (the
     job's driver may run elsewhere), so the plan and the job's status name it unambiguously.
     """
+    return open_restore(request, config)[0]
+
+
+def open_restore(
+    request: Any, config: Any
+) -> tuple[RestorePlan, RestoreSource | None, Storage | None]:
+    """:func:`plan_restore`, with the source it read and checked and its storage (None for
+    one on HDFS, which the driver checks)."""
     from flinkish_cli.plan.job import RestorePlan
     from flinkish_cli.storage import open_for_config
     from flinkish_cli.storage.uri import LOCAL, local_path, scheme_of
@@ -199,6 +209,7 @@ def plan_restore(request: Any, config: Any) -> RestorePlan:
     if scheme_of(path) == LOCAL and "://" not in path and not path.startswith("file:"):
         path = local_path(path)
     claim = str(request.claim_mode or "no_claim").lower() == "claim"
+    source = storage = None
     if not path.startswith("hdfs://"):  # HDFS needs a JVM: the driver checks it, see below
         storage = open_for_config(path, config)
         source = open_source(storage, path)
@@ -206,11 +217,12 @@ def plan_restore(request: Any, config: Any) -> RestorePlan:
         check_rescale(source.manifest, parallelism, str(config.get("state.backend.type")))
         if claim:
             check_claim(source, storage, config)
-    return RestorePlan(
+    plan = RestorePlan(
         source=path,
         allow_non_restored_state=bool(request.allow_non_restored_state),
         claim_mode=request.claim_mode,
     )
+    return plan, source, storage
 
 
 def same_location(a: str | None, b: str | None) -> bool:
@@ -304,8 +316,11 @@ def restore_query(
     name: str,
     target: Storage,
     target_dir: str,
+    leave_out: Collection[int] = (),
 ) -> bool:
-    """Copy one query's state into the job's checkpoint directory; False if it has none."""
+    """Copy one query's state into the job's checkpoint directory; False if it has none.
+    The state of the operators ``leave_out`` names is not copied (``-n``: the new program
+    no longer has them)."""
     query = source.manifest.query(name)
     if query is None:
         return False
@@ -317,6 +332,10 @@ def restore_query(
 
         directory = source.query_dir(name)
         files = snapshot_query(source_storage, directory, name, require_commit=False).files
+    if leave_out:
+        left = tuple(f"state/{operator}/" for operator in leave_out)
+        files = [f for f in files if not f.startswith(left)]
+        log.info("Leaving out the state of operators %s of query '%s' (-n).", leave_out, name)
     stats = source_storage.copy_tree(source.query_dir(name), target, target_dir, files=files)
     log.info("Restored query '%s' at batch %s: %s", name, query.last_committed_batch, stats)
     return True

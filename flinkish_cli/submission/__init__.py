@@ -6,6 +6,8 @@
 - :mod:`.launcher`     writes the private run directory and starts the job's supervisor.
 - :mod:`.follow`, :mod:`.run`  follows an attached job to its end, or a detached one until
   it runs.
+- :mod:`.restore_check` checks the program against the state it restores (``run -s``,
+  ``upgrade``) before anything starts.
 - :mod:`.upload`       a program sent to ``flinkish web`` (``web.submit.enable``): the CLI zips
   it, the server unpacks it privately and starts it with the configuration sent, in an
   environment without the server's secrets.

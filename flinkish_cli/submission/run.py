@@ -43,7 +43,7 @@ def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presen
         presenter.submitted(status.job_id)
         presenter.ended(status, detached=True)
         return status
-    prepared = submit.prepare(request, config, restore_plan(request, config))
+    prepared = submit.prepare(request, config, restore_plan(request, config, presenter.notice))
     for message in prepared.notices:
         presenter.notice(message)
     launched = submit.start(prepared, watch_cli=request.shutdown_on_attached_exit)
@@ -97,7 +97,7 @@ def launch_detached(
     """Start the job and wait until it runs: its status, RUNNING, or FAILED when it failed
     at start-up (a :class:`JobError` when it could not be started at all); ``notice`` gets
     what the user should know of how it was placed."""
-    prepared = submit.prepare(request, config, restore_plan(request, config))
+    prepared = submit.prepare(request, config, restore_plan(request, config, notice))
     for message in prepared.notices:
         notice(message)
     launched = submit.start(prepared)
@@ -108,13 +108,40 @@ def launch_detached(
         raise
 
 
-def restore_plan(request: submit.RunRequest, config: Any) -> Any:
-    """Where the job starts from (``-s``), checked: a RestorePlan, or None."""
+def restore_plan(
+    request: submit.RunRequest,
+    config: Any,
+    notice: Callable[[str], None] | None = None,
+    environment: dict[str, str] | None = None,
+) -> Any:
+    """Where the job starts from (``-s``), checked, and the program checked against its
+    state (:mod:`.restore_check`, its planning process with ``environment``, else this one's;
+    what it says goes to ``notice``): a RestorePlan, or None. A request whose
+    ``leave_out`` is set was checked already (``upgrade``)."""
     if not request.from_savepoint:
         return None
-    from flinkish_cli.savepoints.restore import plan_restore
+    from flinkish_cli.savepoints.restore import open_restore
+    from flinkish_cli.submission import restore_check
 
-    return plan_restore(request, config)
+    plan, source, storage = open_restore(request, config)
+    if request.leave_out is not None:
+        plan.leave_out = dict(request.leave_out)
+        return plan
+    if source is None or storage is None:
+        return plan  # on HDFS: the driver checks it
+    submit.check_program(request)  # the cheap checks of the program first
+    program = request.script or request.module
+    verdict = restore_check.check_restore(
+        request,
+        config,
+        restore_check.of_source(source, storage),
+        notice or (lambda _message: None),
+        f"The program {program}",
+        "Nothing was started.",
+        environment=environment,
+    )
+    plan.leave_out = verdict.leave_out
+    return plan
 
 
 class _Interrupts:

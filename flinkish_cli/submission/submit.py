@@ -64,6 +64,10 @@ class RunRequest:
     #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
     upgraded_from: str | None = None
     rolled_back: bool = False
+    #: the program was checked against the state already (``upgrade``, before it touched the
+    #: old job): what its restore leaves out (``-n``); None: ``-s`` checks it (see
+    #: :mod:`.restore_check`)
+    leave_out: dict[str, list[int]] | None = None
 
     def config_flags(self) -> dict[str, str]:
         """The configuration keys that this request's flags set (they win over -D); which

@@ -18,6 +18,11 @@ Both sides of the exchange live here (the routes are :mod:`flinkish_cli.client.w
   need (:data:`KEPT_ENVIRONMENT`): none of the server's secrets (its token, its AWS
   credentials) reach the program.
 
+A ``savepointPath`` is checked against the program as ``run -s`` checks it (the state check
+of :mod:`.restore_check`, its planning process in the job's environment), unless the run
+is an upgrade's new program, which the CLI checked before it touched the old job
+(``leaveOut`` then says what the restore leaves out).
+
 Not through the endpoint (refused with the alternative): ``-pyfs``, ``-pyarch``, ``-pyreq``,
 ``-pyexec``, ``-pyclientexec``, ``-pym`` and ``-sae``. The uploaded program stays in its
 directory while the flinkish web that took it runs (a restarted client reads it again);
@@ -80,6 +85,9 @@ class UploadedRun:
     rolled_back: bool = False
     #: the program as the user named it (what the registry's kept program shows)
     origin: str | None = None
+    #: ``upgrade``: the state check was made before the old job was touched; what the
+    #: restore leaves out (-n). None: the server checks a ``savepointPath`` itself
+    leave_out: dict[str, list[int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +102,7 @@ class UploadedRun:
             "upgradedFrom": self.upgraded_from,
             "rolledBack": self.rolled_back,
             "origin": self.origin,
+            "leaveOut": self.leave_out,
         }
 
     @classmethod
@@ -121,6 +130,17 @@ class UploadedRun:
         replaced = body.get("upgradedFrom")
         if replaced is not None and not (isinstance(replaced, str) and is_job_id(replaced)):
             raise UsageError("upgradedFrom must be a JobID.")
+        leave_out = body.get("leaveOut")
+        if leave_out is not None and not (
+            isinstance(leave_out, dict)
+            and all(
+                isinstance(query, str)
+                and isinstance(ids, list)
+                and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
+                for query, ids in leave_out.items()
+            )
+        ):
+            raise UsageError("leaveOut must map query names to lists of operator ids.")
         return cls(
             entry=entry,
             args=list(args),
@@ -133,6 +153,7 @@ class UploadedRun:
             upgraded_from=replaced,
             rolled_back=bool(body.get("rolledBack")),
             origin=str(body["origin"]) if body.get("origin") else None,
+            leave_out=leave_out,
         )
 
 
@@ -184,6 +205,7 @@ def run_request(upload: Path, run: UploadedRun, session_cluster: str) -> RunRequ
         claim_mode=run.claim_mode,
         upgraded_from=run.upgraded_from,
         rolled_back=run.rolled_back,
+        leave_out=run.leave_out,
     )
 
 
@@ -243,8 +265,9 @@ def start_uploaded(upload: Path, run: UploadedRun, session_cluster: str) -> str:
     config = Configuration.from_flat(run.configuration)
     request = run_request(upload, run, session_cluster)
     config = config.with_overrides(request.config_flags())
-    prepared = submit.prepare(request, config, restore_plan(request, config))
+    environment = job_environment()  # the state check runs the program as the job will
+    prepared = submit.prepare(request, config, restore_plan(request, config, None, environment))
     if run.origin:  # the user's program, not the upload's copy
         prepared.program.origin = run.origin
-    submit.start(prepared, pipe_output=False, environment=job_environment())
+    submit.start(prepared, pipe_output=False, environment=environment)
     return prepared.plan.job_id

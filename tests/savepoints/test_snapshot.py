@@ -123,3 +123,23 @@ def test_batch_file_selection() -> None:
     assert layout.state_file_needed("state/0/1/SSTs/abc.sst", 0)
     assert layout.is_temporary("..5.delta.c617-abbe.TID5.tmp.crc")
     assert layout.is_temporary("5.delta.tmp") and not layout.is_temporary(".5.delta.crc")
+
+
+def test_a_restore_leaves_out_the_operators_n_skips(tmp_path: Path) -> None:
+    from flinkish_cli.savepoints.restore import open_source, restore_query
+
+    query = fake_checkpoint(tmp_path / "job" / "q", committed=1)
+    for name in ("state/1/0/1.zip", "state/1/_metadata/metadata"):
+        (query / name).parent.mkdir(parents=True, exist_ok=True)
+        (query / name).write_text("operator 1")
+    storage = open_storage(str(tmp_path))
+    path = take_savepoint(
+        storage, {"q": str(query)}, storage, str(tmp_path / "sp"), "a" * 32, "j", "4"
+    )
+    source = open_source(storage, path)
+    for leave_out, target in (((), "all"), ((1,), "without-1")):
+        restore_query(storage, source, "q", storage, str(tmp_path / target), leave_out)
+    assert (tmp_path / "all" / "state" / "1" / "0" / "1.zip").is_file()
+    assert not (tmp_path / "without-1" / "state" / "1").exists()
+    assert (tmp_path / "without-1" / "state" / "0" / "0" / "1.zip").is_file()
+    assert (tmp_path / "without-1" / "commits" / "1").is_file()

@@ -47,6 +47,7 @@ print("count", spark.range(7).count())
 def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
     run = upload.UploadedRun("job.py", ["--x", "1"], {"parallelism.default": "2"}, True, 3)
     run.upgraded_from, run.origin = "0" * 32, "/home/me/job.py"
+    run.leave_out = {"counts": [1, 2]}
     assert upload.UploadedRun.from_json(json.loads(json.dumps(run.to_json()))) == run
     for body, word in (
         ([], "not a JSON object"),
@@ -55,6 +56,8 @@ def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
         ({"entryClass": "j.py", "flinkConfiguration": {"a": 1}}, "flinkConfiguration"),
         ({"entryClass": "j.py", "parallelism": 0}, "parallelism"),
         ({"entryClass": "j.py", "upgradedFrom": "../x"}, "upgradedFrom"),
+        ({"entryClass": "j.py", "leaveOut": {"q": [-1]}}, "leaveOut"),
+        ({"entryClass": "j.py", "leaveOut": ["q"]}, "leaveOut"),
     ):
         with pytest.raises(UsageError, match=word):
             upload.UploadedRun.from_json(body)
