@@ -238,6 +238,8 @@ class Configuration:
         for rule in opts.CROSS_CHECKS:
             if not (self.is_set(rule.a) or self.is_set(rule.b)):
                 continue
+            if rule.when_set is not None and not self.is_set(rule.when_set):
+                continue
             a, b = self.get(rule.a), self.get(rule.b)
             if rule.test(a, b):
                 continue

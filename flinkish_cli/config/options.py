@@ -143,6 +143,14 @@ def _home(*parts: str) -> Callable[[m.Lookup], str]:
     return lambda config: str(Path.home().joinpath(".flinkish", *parts))
 
 
+def _utilization_bound(config: m.Lookup, sign: int) -> float:
+    """Flink's derived utilization.min (sign -1) or .max (+1): the target ∓ the boundary,
+    within [0, 1]."""
+    target = float(config.get("job.autoscaler.utilization.target"))
+    boundary = float(config.get("job.autoscaler.target.utilization.boundary"))
+    return min(1.0, max(0.0, target + sign * boundary))
+
+
 def _default_restart(config: m.Lookup) -> str:
     return "exponential-delay" if config.get("execution.checkpointing.interval") else "disable"
 
@@ -164,6 +172,7 @@ RS = "Restart strategy"
 D = "Dependencies and Python"
 ST = "S3 storage"
 MO = "Metrics, JVM and logs"
+A = "Autoscaler"
 
 OPTIONS: tuple[Option, ...] = (
     # -- state backend ---------------------------------------------------------------------
@@ -1294,6 +1303,177 @@ OPTIONS: tuple[Option, ...] = (
         default="50 s",
         check=POSITIVE_DURATION,
     ),
+    # -- autoscaler ----------------------------------------------------------------------------
+    Option(
+        "job.autoscaler.enabled",
+        Bool(),
+        A,
+        "Turn on the autoscaler: the job's driver watches each streaming query's true "
+        "processing rate and backlog and picks one job-wide parallelism (local[N] slots, "
+        "shuffle partitions, state partitions on a rescale) that keeps up with the input at "
+        "job.autoscaler.utilization.target; a new parallelism is applied through a savepoint "
+        "and a restart under the same JobID.",
+        RUNTIME,
+        default="false",
+    ),
+    Option(
+        "job.autoscaler.scaling.enabled",
+        Bool(),
+        A,
+        "false: metrics-only. Decisions are computed and recorded in the job's rescale "
+        "history (marked NOT_APPLIED), never applied: the job keeps its parallelism.",
+        RUNTIME,
+        default="true",
+    ),
+    Option(
+        "job.autoscaler.interval",
+        Duration(),
+        A,
+        "How often the job's driver evaluates the autoscaler (reads the job's series of "
+        "micro-batches, decides, records the evaluation).",
+        RUNTIME,
+        default="10 s",
+        check=POSITIVE_DURATION,
+        synonyms=("autoscaler.standalone.control-loop.interval",),
+    ),
+    Option(
+        "job.autoscaler.metrics.window",
+        Duration(),
+        A,
+        "The span of completed micro-batches each evaluation reads; a decision needs a full "
+        "window of batches since the job's (re)start and since the last rescale.",
+        RUNTIME,
+        default="15 min",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "job.autoscaler.stabilization.interval",
+        Duration(),
+        A,
+        "After the job starts or restarts (a rescale is a restart) no decision is taken for "
+        "this long: the first batches of a run (a cold JVM, state loading) are not load.",
+        RUNTIME,
+        default="5 min",
+    ),
+    Option(
+        "job.autoscaler.utilization.target",
+        Float(),
+        A,
+        "The share of wall time each query should spend running micro-batches (its busy "
+        "share, the task time's busy per second); the new parallelism is sized for it.",
+        RUNTIME,
+        default="0.7",
+        check=Check(lambda v: 0 < v <= 1, "a fraction above 0 up to 1, e.g. 0.7"),
+    ),
+    Option(
+        "job.autoscaler.target.utilization.boundary",
+        Float(),
+        A,
+        "Deprecated in Flink in favour of utilization.min/max, which default to the target "
+        "minus and plus this: no rescale while the busiest query's busy share stays within.",
+        RUNTIME,
+        default="0.3",
+        check=between(0, 1, "a fraction"),
+    ),
+    Option(
+        "job.autoscaler.utilization.min",
+        Float(),
+        A,
+        "Below this busy share of the busiest query the job scales down (towards the target); "
+        "within [min, max] it keeps its parallelism.",
+        RUNTIME,
+        default_fn=lambda config: _utilization_bound(config, -1),
+        default_doc="utilization.target − target.utilization.boundary, at least 0",
+        check=between(0, 1, "a fraction"),
+    ),
+    Option(
+        "job.autoscaler.utilization.max",
+        Float(),
+        A,
+        "Above this busy share of any query the job scales up (towards the target), and it "
+        "never scales down while a query is this busy.",
+        RUNTIME,
+        default_fn=lambda config: _utilization_bound(config, 1),
+        default_doc="utilization.target + target.utilization.boundary, at most 1",
+        check=between(0, 1, "a fraction"),
+    ),
+    Option(
+        "job.autoscaler.scale-up.max-factor",
+        Float(),
+        A,
+        "One scale-up multiplies the parallelism by at most 1 + this factor.",
+        RUNTIME,
+        default="100000.0",
+        check=Check(lambda v: v > 0, "a number above 0, e.g. 100000.0"),
+    ),
+    Option(
+        "job.autoscaler.scale-down.max-factor",
+        Float(),
+        A,
+        "One scale-down multiplies the parallelism by at least 1 − this factor (0.6: to no "
+        "less than 40 % of it).",
+        RUNTIME,
+        default="0.6",
+        check=between(0, 1, "a fraction", high_open=True),
+    ),
+    Option(
+        "job.autoscaler.scale-down.interval",
+        Duration(),
+        A,
+        "No scale-down within this time of the job's last parallelism change (up or down): "
+        "each rescale restarts every query from a savepoint, so load that dips for a while "
+        "does not cost a restart.",
+        RUNTIME,
+        default="1 h",
+    ),
+    Option(
+        "job.autoscaler.vertex.min-parallelism",
+        Int(),
+        A,
+        "The lowest parallelism the autoscaler picks for the job.",
+        RUNTIME,
+        default="1",
+        check=at_least(1, "an integer"),
+    ),
+    Option(
+        "job.autoscaler.vertex.max-parallelism",
+        Int(),
+        A,
+        "The highest parallelism the autoscaler picks for the job (Spark runs that many "
+        "tasks per stage; local[N] needs that many cores to gain from them).",
+        RUNTIME,
+        default="200",
+        check=at_least(1, "an integer"),
+    ),
+    Option(
+        "job.autoscaler.catch-up.duration",
+        Duration(),
+        A,
+        "A backlog (the sources' records behind their latest offsets, where they report it, "
+        "as Kafka does) is to be worked off within this time: the rate a new parallelism is "
+        "sized for adds backlog / catch-up.duration to the input rate.",
+        RUNTIME,
+        default="30 min",
+        check=POSITIVE_DURATION,
+    ),
+    Option(
+        "job.autoscaler.restart.time",
+        Duration(),
+        A,
+        "How long a rescale (savepoint, restart, restore) is expected to stop processing; the "
+        "input arriving meanwhile is added to the backlog to work off.",
+        RUNTIME,
+        default="5 min",
+    ),
+    Option(
+        "job.autoscaler.backlog-processing.lag-threshold",
+        Duration(),
+        A,
+        "A backlog that takes longer than this to read at the input rate counts as being "
+        "worked off: the job never scales down meanwhile.",
+        RUNTIME,
+        default="5 min",
+    ),
 )
 
 _BY_NAME: dict[str, tuple[Option, bool]] = {}
@@ -1605,6 +1785,8 @@ class CrossCheck:
     test: Callable[[Any, Any], bool]
     relation: str  # how a relates to b when the test fails
     expected: str
+    #: checked only when this key is set (a derived default of it always holds)
+    when_set: str | None = None
 
 
 CROSS_CHECKS: tuple[CrossCheck, ...] = (
@@ -1635,5 +1817,28 @@ CROSS_CHECKS: tuple[CrossCheck, ...] = (
         lambda initial, most: initial <= most,
         "is larger than",
         "initial-backoff ≤ max-backoff",
+    ),
+    CrossCheck(
+        "job.autoscaler.vertex.max-parallelism",
+        "job.autoscaler.vertex.min-parallelism",
+        lambda most, least: most >= least,
+        "is smaller than",
+        "job.autoscaler.vertex.max-parallelism ≥ job.autoscaler.vertex.min-parallelism",
+    ),
+    CrossCheck(
+        "job.autoscaler.utilization.min",
+        "job.autoscaler.utilization.target",
+        lambda low, target: low < target,
+        "is not smaller than",
+        "job.autoscaler.utilization.min < job.autoscaler.utilization.target",
+        when_set="job.autoscaler.utilization.min",
+    ),
+    CrossCheck(
+        "job.autoscaler.utilization.max",
+        "job.autoscaler.utilization.target",
+        lambda high, target: high > target,
+        "is not larger than",
+        "job.autoscaler.utilization.max > job.autoscaler.utilization.target",
+        when_set="job.autoscaler.utilization.max",
     ),
 )

@@ -282,6 +282,8 @@ def test_every_option_translates_without_conflict() -> None:
             value = "2"
         if option.key == "rest.server.max-content-length":
             value = "4096"
+        if option.key in ("job.autoscaler.utilization.min", "job.autoscaler.utilization.max"):
+            value = "0.3" if option.key.endswith("min") else "0.9"
         dynamic.append(f"{option.key}={value}")
     config = load_configuration(dynamic=dynamic)
     translation = to_spark(config)
