@@ -8,8 +8,11 @@ and after the run's stabilization: batches before ``run_start + stabilization.in
 (``run_start`` is the job's start, its last restart or rescale: a rescale is a restart) were
 run at another parallelism or by a cold JVM and are never read.
 
-- **input rate**: rows read by the window's batches / the window's wall time (``now`` minus
-  the window's start), in rows per second: what arrives, whatever the batches' sizes.
+- **input rate**: what arrives, in rows per second: the rows read by the window's batches
+  over the window's wall time (``now`` minus the window's start), plus how fast the backlog
+  grew (its change from the window's oldest to its newest batch reporting one, over the
+  time between them), as Flink adds a source's lag growth to its rate: a query that cannot
+  keep up reads less than arrives, and the rest shows as a growing backlog.
 - **busy share**: the share of wall time the query ran batches, from
   :mod:`flinkish_cli.registry.task_time` (its one owner) over the window's batches, all of
   them: a slow batch was busy time. A query without a processing-time trigger runs its next
@@ -24,6 +27,8 @@ run at another parallelism or by a cold JVM and are never read.
   (None) unless the batches it is taken from hold at least :data:`MIN_BATCHES` batches,
   :data:`MIN_ROWS` rows and ``max(MIN_BUSY_SECONDS, MIN_BUSY_SHARE × window)`` of busy time:
   a rate extrapolated from a few milliseconds of work is inflated (FLINK-32002).
+  The naive rate (all rows over all busy time, outliers included) is kept beside it, so
+  that the decision can say when outliers alone would have asked for a scale-up.
 - **backlog**: the records the query's sources are behind their latest offsets
   (``maxOffsetsBehindLatest``, summed over sources) at the window's newest batch that
   reports it, and at its oldest (to tell whether it shrinks); None: unknown, the sources
@@ -83,8 +88,13 @@ class QueryMetrics:
     processing_rate: float | None
     #: busy seconds of the batches the processing rate is taken from
     rate_busy_seconds: float
+    #: the naive rate, every batch's rows over every batch's busy time, outliers included
+    #: (None with the processing rate): what a slow batch would have made of the query
+    raw_processing_rate: float | None
     backlog: float | None
     backlog_start: float | None
+    #: records per second the backlog grew by over the window (negative: it shrank)
+    backlog_growth: float | None
     idle: bool
 
     @property
@@ -97,9 +107,7 @@ class QueryMetrics:
     @property
     def drain_rate(self) -> float | None:
         """Records per second the backlog shrank by over the window (negative: it grew)."""
-        if self.backlog is None or self.backlog_start is None or self.window_seconds <= 0:
-            return None
-        return (self.backlog_start - self.backlog) / self.window_seconds
+        return None if self.backlog_growth is None else -self.backlog_growth
 
     def to_json(self) -> dict[str, Any]:
         """The figures as a JSON object, for the rescale history."""
@@ -164,7 +172,13 @@ def query_metrics(
     rows = sum(p[_ROWS] for p in window)
     with_input = [p for p in window if p[_ROWS] > 0 and p[_DURATION] > 0]
     rate, busy, outliers = _processing_rate(with_input, settings.metrics_window)
-    lags = [p[_LAG] for p in window if p[_LAG] is not None]
+    all_busy = sum(p[_DURATION] for p in with_input) / 1000
+    lagged = [p for p in window if p[_LAG] is not None]
+    growth = None
+    if len(lagged) >= 2 and lagged[-1][_TIME] > lagged[0][_TIME]:
+        lag_span = (lagged[-1][_TIME] - lagged[0][_TIME]) / 1000
+        growth = (lagged[-1][_LAG] - lagged[0][_LAG]) / lag_span
+    read = rows / span if span > 0 else 0.0
     share = task_time([_progress(p) for p in window], trigger_ms, rows == 0).busy_share
     return QueryMetrics(
         query=query,
@@ -173,11 +187,13 @@ def query_metrics(
         window_seconds=span,
         window_complete=now - (run_start + settings.stabilization_interval)
         >= settings.metrics_window,
-        input_rate=rows / span if span > 0 else 0.0,
+        input_rate=max(0.0, read + (growth or 0.0)),
         busy_share=share,
         processing_rate=rate,
         rate_busy_seconds=busy,
-        backlog=float(lags[-1]) if lags else None,
-        backlog_start=float(lags[0]) if lags else None,
+        raw_processing_rate=rows / all_busy if rate is not None else None,
+        backlog=float(lagged[-1][_LAG]) if lagged else None,
+        backlog_start=float(lagged[0][_LAG]) if lagged else None,
+        backlog_growth=growth,
         idle=rows == 0,
     )

@@ -68,7 +68,8 @@ def test_backlog_at_the_newest_and_oldest_batch_and_how_fast_it_drains() -> None
     points.append(point(NOW, 99, 1000, 2.5, None))  # a batch whose source reports no lag
     metrics = _metrics(points)
     assert metrics.backlog == 60_000 - 500 * 59 and metrics.backlog_start == 60_000
-    assert metrics.drain_rate == pytest.approx(500 * 59 / 600)
+    assert metrics.drain_rate == pytest.approx(50.0)  # 500 every 10 s
+    assert metrics.input_rate == pytest.approx(61_000 / 600 - 50.0), "read, less the drained"
     assert metrics.backlog_seconds == pytest.approx(metrics.backlog / metrics.input_rate)
 
 

@@ -1,0 +1,316 @@
+"""The autoscaler's decision: the job's new parallelism, or why it keeps the one it has.
+
+:func:`decide` is pure: the same figures give the same decision. The parallelism of a
+flinkish job is job-wide (local[N] slots, shuffle partitions, state partitions on a
+rescale), so the decision is too: **the largest parallelism any query needs**. Each query
+with a known true processing rate (:mod:`.metrics`) is sized as Flink sizes a vertex:
+
+- its target rate is its input rate, plus, when its sources report a backlog,
+  ``(backlog + input rate × restart.time) / catch-up.duration``: the backlog and what
+  arrives during the rescale's restart, worked off within ``catch-up.duration``;
+- its *utilisation* is that target rate over its true processing rate: the busy share it
+  needs at the current parallelism (without a backlog, its busy share measured from clean
+  batches);
+- the parallelism it needs is ``ceil(current × utilisation / utilization.target)``, i.e.
+  the target rate over (the rate per slot × utilization.target), assuming the rate grows
+  linearly with the parallelism.
+
+An idle query needs nothing (``vertex.min-parallelism``). The job scales up when a query's
+utilisation is above ``utilization.max``, down when every query's is below
+``utilization.min``, and not at all in between. The new parallelism is bounded by the max
+factors (up to at most ``floor(current × (1 + scale-up.max-factor))``, at least
+``current + 1``; down to at least ``ceil(current × (1 − scale-down.max-factor))``), then by
+``vertex.min/max-parallelism``, then snapped up to the nearest allowed parallelism (what
+the state can be split into, the sources' partitions; by default any), at most
+``vertex.max-parallelism`` (snapping may exceed the scale-up cap).
+
+Guards, each named in :attr:`Decision.blocked_by`, in the order they are checked:
+
+- ``stabilizing``: within ``stabilization.interval`` of the run's start (a start, restart
+  or rescale) or of the last parallelism change;
+- ``window``: the metrics window is not full yet;
+- ``catching-up`` (FLINK-31318): no scale-up that only the backlog asks for while every
+  backlog shrinks fast enough to be gone by the catch-up deadline (the last change, or the
+  run's start, + restart.time + catch-up.duration);
+- ``outliers`` (FLINK-33764): no scale-up that only outlier batches (GC, restart,
+  checkpoint) ask for: when the naive rate (outliers included) would put a query above
+  ``utilization.max`` and the true rate does not, the job keeps its parallelism;
+- ``unknown-rate`` (FLINK-32002): no scale-down while a query with input has no trustworthy
+  processing rate (too little busy time: an inflated estimate);
+- ``backlog`` (FLINK-31318): no scale-down while a backlog takes longer than
+  ``backlog-processing.lag-threshold`` to read at the input rate;
+- ``busy`` (FLINK-38538): no scale-down while a query's busy share is above
+  ``utilization.max`` or :data:`NEAR_FULL`, whatever its estimated rate says;
+- ``scale-down-interval`` (FLINK-36018): no scale-down within ``scale-down.interval`` of the
+  last change (a job never changed counts from nothing: the user picked its parallelism).
+
+A query whose rate is unknown does not stop a scale-up the others need (more parallelism
+is safe for it too). Metrics-only mode is the caller's: the decision is the same, its
+record says NOT_APPLIED (:func:`rescale_record`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from flinkish_cli.autoscaler.metrics import QueryMetrics
+from flinkish_cli.autoscaler.settings import AutoscalerSettings
+from flinkish_cli.registry.rescales import RescaleRecord
+
+UP, DOWN, NONE = "up", "down", "none"
+#: A busy share at or above this is "near 100 % busy": never scaled down.
+NEAR_FULL = 0.95
+#: Float noise allowed when a required parallelism is rounded up.
+_EPSILON = 1e-9
+
+Allowed = Callable[[int], bool] | Collection[int]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the autoscaler decided; ``target == current`` when it keeps the parallelism."""
+
+    current: int
+    target: int
+    direction: str  # "up", "down" or "none"
+    #: one sentence, with the figures
+    reason: str
+    #: the guard that held a change back, None when none did
+    blocked_by: str | None
+    #: per query its metrics, utilisation and required parallelism; the job's utilisation
+    figures: dict[str, Any]
+
+    @property
+    def changes(self) -> bool:
+        return self.target != self.current
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Need:
+    """What one query with a known rate needs."""
+
+    utilisation: float  # with the backlog to work off
+    steady: float  # without it
+    required: int
+
+
+def _need(m: QueryMetrics, current: int, settings: AutoscalerSettings) -> _Need:
+    rate = m.processing_rate or 0.0
+    target_rate = m.input_rate
+    if m.backlog:
+        catch_up = m.backlog + m.input_rate * settings.restart_time
+        target_rate += catch_up / settings.catch_up_duration
+    utilisation = target_rate / rate
+    required = math.ceil(current * utilisation / settings.utilization_target - _EPSILON)
+    return _Need(utilisation, m.input_rate / rate, max(1, required))
+
+
+def _snap(wanted: int, settings: AutoscalerSettings, allowed: Allowed | None) -> int | None:
+    """The smallest allowed parallelism from ``wanted`` to the maximum, None if none is."""
+    if allowed is None:
+        return wanted
+    test = allowed if callable(allowed) else allowed.__contains__
+    return next((p for p in range(wanted, settings.max_parallelism + 1) if test(p)), None)
+
+
+def _bounded(wanted: int, current: int, settings: AutoscalerSettings) -> int:
+    if wanted > current:
+        most = max(current + 1, math.floor(current * (1 + settings.scale_up_max_factor)))
+        wanted = min(wanted, most)
+    else:
+        least = math.ceil(current * (1 - settings.scale_down_max_factor) - _EPSILON)
+        wanted = max(wanted, least)
+    return min(settings.max_parallelism, max(settings.min_parallelism, wanted))
+
+
+def _on_schedule(m: QueryMetrics, deadline: float, now: float) -> bool:
+    """The query's backlog shrinks fast enough to be gone by ``deadline``."""
+    drain = m.drain_rate
+    if not m.backlog:
+        return True
+    return drain is not None and drain > 0 and m.backlog / drain <= deadline - now
+
+
+def _describe(m: QueryMetrics, need: _Need) -> str:
+    backlog = f", backlog {m.backlog:.0f} records" if m.backlog else ""
+    return (
+        f"query '{m.query}' needs {need.utilisation:.0%} of its capacity (input "
+        f"{m.input_rate:.1f} rows/s{backlog}, true rate {m.processing_rate:.1f} rows/s)"
+    )
+
+
+def decide(
+    metrics: Sequence[QueryMetrics],
+    current: int,
+    settings: AutoscalerSettings,
+    now: float,
+    run_start: float,
+    last_change: float | None = None,
+    allowed: Allowed | None = None,
+) -> Decision:
+    """The job-wide decision at ``now`` (epoch seconds) for a job at parallelism ``current``
+    whose run started at ``run_start``, last changed its parallelism at ``last_change``
+    (None: never), from its queries' :func:`~.metrics.query_metrics`. ``allowed``: the
+    parallelisms the job may take (a set, or a test); None: any in [min, max]."""
+    needs = {m.query: _need(m, current, settings) for m in metrics if _known(m)}
+    figures: dict[str, Any] = {
+        "queries": {m.query: m.to_json() for m in metrics},
+        "utilisation": {q: n.utilisation for q, n in needs.items()},
+        "required": {q: n.required for q, n in needs.items()},
+    }
+
+    def keep(reason: str, blocked_by: str | None = None) -> Decision:
+        return Decision(current, current, NONE, reason, blocked_by, figures)
+
+    def change(target: int, reason: str) -> Decision:
+        return Decision(current, target, UP if target > current else DOWN, reason, None, figures)
+
+    changed = max(run_start, last_change or run_start)
+    if now < changed + settings.stabilization_interval:
+        return keep(
+            f"Stabilizing: {now - changed:.0f} s of {settings.stabilization_interval:.0f} s "
+            "since the job's last start or rescale.",
+            "stabilizing",
+        )
+    if not metrics:
+        return keep("No streaming query has reported a batch yet.")
+    if not all(m.window_complete for m in metrics):
+        return keep(
+            f"Collecting: the metrics window of {settings.metrics_window:.0f} s is not full.",
+            "window",
+        )
+    active = [m for m in metrics if not m.idle]
+    unknown = [m.query for m in active if not _known(m)]
+    top = max(needs, key=lambda q: needs[q].utilisation, default=None)
+    utilisation = needs[top].utilisation if top else 0.0
+    figures["job_utilisation"] = utilisation
+    detail = _describe(next(m for m in metrics if m.query == top), needs[top]) if top else ""
+
+    if utilisation > settings.utilization_max:
+        assert top is not None
+        wanted = max(n.required for n in needs.values())
+        target = _snap(_bounded(wanted, current, settings), settings, allowed)
+        if target is None or target <= current:
+            return keep(f"At the highest allowed parallelism {current}: {detail}.")
+        deadline = (last_change or run_start) + settings.restart_time + settings.catch_up_duration
+        steady = max(n.steady for n in needs.values())
+        draining = all(_on_schedule(m, deadline, now) for m in active)
+        if steady <= settings.utilization_max and draining:
+            return keep(
+                f"Catching up: {detail}, but every backlog shrinks fast enough to be worked off "
+                f"within catch-up.duration ({settings.catch_up_duration:.0f} s).",
+                "catching-up",
+            )
+        return change(
+            target,
+            f"Scale up from {current} to {target}: {detail}, above utilization.max "
+            f"{settings.utilization_max:.0%}; sized for utilization.target "
+            f"{settings.utilization_target:.0%}.",
+        )
+    slowed = [
+        m
+        for m in metrics
+        if m.outliers and m.query in needs and _naive(m, needs[m.query]) > settings.utilization_max
+    ]
+    if slowed:
+        m = slowed[0]
+        return keep(
+            f"No scale-up: query '{m.query}' looks {_naive(m, needs[m.query]):.0%} busy only "
+            f"through {m.outliers} outlier batches (restart, checkpoint, GC), "
+            f"{needs[m.query].utilisation:.0%} without them.",
+            "outliers",
+        )
+    if needs and utilisation >= settings.utilization_min:
+        return keep(
+            f"Within target: {detail}, between utilization.min "
+            f"{settings.utilization_min:.0%} and utilization.max {settings.utilization_max:.0%}."
+        )
+    if unknown:
+        return keep(
+            f"No scale-down: the true processing rate of {', '.join(unknown)} is unknown "
+            "(too little busy time in the window to measure it).",
+            "unknown-rate",
+        )
+    return _scale_down(metrics, needs, current, settings, now, last_change, allowed, keep, change)
+
+
+def _naive(m: QueryMetrics, need: _Need) -> float:
+    """The query's utilisation from its naive rate (outlier batches included)."""
+    raw = m.raw_processing_rate or 0.0
+    return need.utilisation * (m.processing_rate or 0.0) / raw if raw > 0 else 0.0
+
+
+def _known(m: QueryMetrics) -> bool:
+    return not m.idle and m.processing_rate is not None and m.processing_rate > 0
+
+
+def _scale_down(
+    metrics: Sequence[QueryMetrics],
+    needs: dict[str, _Need],
+    current: int,
+    settings: AutoscalerSettings,
+    now: float,
+    last_change: float | None,
+    allowed: Allowed | None,
+    keep: Callable[..., Decision],
+    change: Callable[[int, str], Decision],
+) -> Decision:
+    """Every query below utilization.min (or idle): the guards of a scale-down, then it."""
+    behind = [m for m in metrics if (m.backlog_seconds or 0.0) > settings.lag_threshold]
+    if behind:
+        m = behind[0]
+        return keep(
+            f"No scale-down while query '{m.query}' works off a backlog of {m.backlog:.0f} "
+            f"records ({m.backlog_seconds:.0f} s of input, above the lag threshold of "
+            f"{settings.lag_threshold:.0f} s).",
+            "backlog",
+        )
+    ceiling = min(settings.utilization_max, NEAR_FULL)
+    busy = [m for m in metrics if m.busy_share >= ceiling]
+    if busy:
+        return keep(
+            f"No scale-down while query '{busy[0].query}' is {busy[0].busy_share:.0%} busy "
+            f"(at or above {ceiling:.0%}), whatever its estimated rate says.",
+            "busy",
+        )
+    if last_change is not None and now - last_change < settings.scale_down_interval:
+        return keep(
+            f"No scale-down within scale-down.interval ({settings.scale_down_interval:.0f} s) "
+            f"of the last change, {now - last_change:.0f} s ago.",
+            "scale-down-interval",
+        )
+    wanted = max((n.required for n in needs.values()), default=settings.min_parallelism)
+    target = _snap(_bounded(wanted, current, settings), settings, allowed)
+    if target is None or target >= current:
+        return keep(f"Low load, but no allowed parallelism below {current} fits it.")
+    load = (
+        f"the busiest query needs {max(n.utilisation for n in needs.values()):.0%} of its "
+        f"capacity, below utilization.min {settings.utilization_min:.0%}"
+        if needs
+        else "every query is idle"
+    )
+    return change(
+        target,
+        f"Scale down from {current} to {target}: {load} (wanted {wanted}; at most "
+        f"scale-down.max-factor {settings.scale_down_max_factor:.0%} less per step).",
+    )
+
+
+def rescale_record(decision: Decision, settings: AutoscalerSettings, now: float) -> RescaleRecord:
+    """The rescale history's record of a decision that changes the parallelism: PENDING
+    when the autoscaler scales, NOT_APPLIED (and ended) when it only records."""
+    return RescaleRecord.new(
+        time=now,
+        from_parallelism=decision.current,
+        to_parallelism=decision.target,
+        direction=decision.direction,
+        reason=decision.reason,
+        figures=decision.figures,
+        applied=settings.scaling_enabled,
+    )
