@@ -8,7 +8,7 @@ A query triggers every ``trigger_s`` seconds; each batch reads ``rows`` rows in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flinkish_cli.autoscaler.settings import AutoscalerSettings
@@ -60,3 +60,38 @@ def batches(
         index += 1
         at = start_s + index * trigger_s
     return points
+
+
+@dataclass
+class Job:
+    """A simulated job: one query with a processing-time trigger reading from a source with
+    offsets (its lag is reported), ``per_slot`` rows per busy second per unit of parallelism;
+    a batch reads what arrived (at most ``max_rows``) and takes as long as that needs."""
+
+    parallelism: int
+    per_slot: float
+    arrival: Callable[[float], float]
+    trigger_s: float = 10.0
+    max_rows: int | None = None
+    slow: Callable[[int, float], float] = lambda index, at: 1.0
+    backlog: float = 0.0
+    at: float = 0.0
+    batch: int = 0
+    points: list[list[Any]] = field(default_factory=list)
+
+    def run_until(self, end: float) -> None:
+        while self.at < end:
+            self.backlog += self.arrival(self.at) * self.trigger_s
+            rows = int(self.backlog if self.max_rows is None else min(self.backlog, self.max_rows))
+            duration = rows / (self.per_slot * self.parallelism) * self.slow(self.batch, self.at)
+            self.backlog -= rows
+            self.points.append(point(self.at, self.batch, rows, duration, self.backlog))
+            self.batch += 1
+            self.at += max(self.trigger_s, duration)
+        del self.points[:-2000]
+
+    def restart(self, parallelism: int, restart_s: float) -> None:
+        """A rescale: no batch for ``restart_s``, what arrives meanwhile is backlog."""
+        self.backlog += self.arrival(self.at) * restart_s
+        self.at += restart_s
+        self.parallelism = parallelism
