@@ -43,6 +43,7 @@ from flinkish_cli.registry.protocol import (
     Cancel,
     CheckpointDone,
     Command,
+    Rescale,
     SavepointDone,
     StopWithSavepoint,
     TriggerCheckpoint,
@@ -457,6 +458,16 @@ class JobClient:
         if not response.ok:
             raise SavepointError(f"Checkpoint of job {status.job_id} failed: {response.error}")
         return checkpoint_of(status.job_id, response.result)
+
+    def rescale(self, job_id: str, parallelism: int, reason: str = "Asked for by user.") -> str:
+        """Rescale a running job in place to ``parallelism`` (its JobID stays; Flink's
+        adaptive scheduler's resource requirements): once the job has stopped with its
+        rescale's savepoint, that savepoint's path; :class:`JobError` when it cannot."""
+        status = self._running(job_id, "rescale")
+        response = self._ask(status.job_id, Rescale(parallelism, reason), SAVEPOINT_TIMEOUT)
+        if not response.ok:
+            raise JobError(f"Rescale of job {status.job_id} failed: {response.error}")
+        return str((response.result or {}).get("savepoint") or "")
 
     def dispose_savepoint(self, path: str) -> None:
         """Delete a savepoint (and refuse anything else); its record in its job's history,

@@ -52,6 +52,10 @@ class RestorePlan:
     #: operators of a query the new program no longer has, skipped with -n (the state check
     #: found them; Spark refuses a restored query with state its plan does not have)
     leave_out: dict[str, list[int]] = field(default_factory=dict)
+    #: an in-place rescale's id: the job's own checkpoints are repartitioned to the job's
+    #: parallelism, and restored from ``source`` (the rescale's savepoint) only where a
+    #: checkpoint is missing or its repartition was interrupted
+    rescale: str | None = None
 
 
 @dataclass

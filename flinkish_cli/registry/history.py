@@ -57,6 +57,8 @@ class Trigger(str, enum.Enum):
     PERIODIC = "PERIODIC"
     STOP = "STOP"
     UPGRADE = "UPGRADE"
+    #: taken by the autoscaler before an in-place rescale (:mod:`.rescale_marker`)
+    RESCALE = "RESCALE"
 
 
 class SavepointState(str, enum.Enum):

@@ -27,6 +27,7 @@ class Action(str, enum.Enum):
     STOP = "stop"
     SAVEPOINT = "savepoint"
     CHECKPOINT = "checkpoint"
+    RESCALE = "rescale"
 
 
 #: How long the driver waits for the next committed batch of every query (``checkpoint``).
@@ -93,7 +94,17 @@ class TriggerCheckpoint:
     action = Action.CHECKPOINT
 
 
-Command = Cancel | Stop | StopWithSavepoint | TriggerSavepoint | TriggerCheckpoint
+@dataclass(frozen=True)
+class Rescale:
+    """Rescale the job in place to ``parallelism`` (same JobID: a savepoint, the state
+    repartitioned, the next driver at the new parallelism); ``reason`` is recorded."""
+
+    parallelism: int
+    reason: str = "Asked for by user."
+    action = Action.RESCALE
+
+
+Command = Cancel | Stop | StopWithSavepoint | TriggerSavepoint | TriggerCheckpoint | Rescale
 
 
 def ends_at_once(command: Command) -> bool:
@@ -130,6 +141,8 @@ def to_request(command: Command) -> ControlRequest:
             args["detached"] = True
         if command.explicit_target:
             args["explicit_target"] = True
+    elif isinstance(command, Rescale):
+        args = {"parallelism": command.parallelism, "reason": command.reason}
     else:
         args = {"timeout": command.timeout}
     return ControlRequest(command.action.value, args)
@@ -165,6 +178,11 @@ def command_of(request: ControlRequest) -> Command:
             detached=bool(args.get("detached")),
             explicit_target=bool(args.get("explicit_target")),
         )
+    if action is Action.RESCALE:
+        parallelism = args.get("parallelism")
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+            raise ValueError(f"A parallelism must be a positive integer, not {parallelism!r}.")
+        return Rescale(parallelism, _text(args, "reason", Rescale.reason))
     timeout = args.get("timeout") or CHECKPOINT_WAIT
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"A checkpoint time-out must be a positive number, not {timeout!r}.")

@@ -73,6 +73,13 @@ def record_supervised(registry: JobRegistry, status: JobStatus, supervisor_pid: 
     registry.write(status)
 
 
+def record_rescaling(registry: JobRegistry, status: JobStatus, supervisor_pid: int) -> None:
+    """RESTARTING between the drivers of an in-place rescale (no failure: the restart
+    strategy is not asked), as the supervisor records it."""
+    status.state = JobState.RESTARTING
+    record_supervised(registry, status, supervisor_pid)
+
+
 def record_supervised_end(
     registry: JobRegistry,
     status: JobStatus,

@@ -42,6 +42,8 @@ class ControlledJob(Protocol):
 
     def wait_for_checkpoint(self, timeout: float) -> dict[str, int]: ...
 
+    def request_rescale(self, parallelism: int, reason: str) -> str | None: ...
+
     def describe_ending(self) -> str: ...
 
     @property
@@ -121,6 +123,9 @@ class ControlServer:
             return ControlResponse(
                 request_id, ok=True, result=protocol.SavepointDone(path).to_result()
             )
+        if isinstance(command, protocol.Rescale):
+            path = job.request_rescale(command.parallelism, command.reason)
+            return ControlResponse(request_id, ok=True, result={"savepoint": path})
         batches = job.wait_for_checkpoint(command.timeout)
         done = protocol.CheckpointDone(job.checkpoint_dir, batches)
         return ControlResponse(request_id, ok=True, result=done.to_result())

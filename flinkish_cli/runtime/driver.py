@@ -12,7 +12,9 @@ program starts its first query.
 
 Exit status: 0 when the job FINISHED or was CANCELED, 1 when it FAILED, and
 :data:`~flinkish_cli.runtime.restart.EXIT_JVM_LOST` when Spark's JVM died under it: the job's
-supervisor then restarts the driver under the job's restart strategy.
+supervisor then restarts the driver under the job's restart strategy; and
+:data:`~flinkish_cli.runtime.restart.EXIT_RESCALE` when the driver stopped the job for an
+in-place rescale (the supervisor starts the next driver at once).
 """
 
 from __future__ import annotations
@@ -139,7 +141,12 @@ def run_job(
     from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
     from flinkish_cli.runtime.job import JobRuntime
     from flinkish_cli.runtime.periodic import SavepointPolicy
-    from flinkish_cli.runtime.restart import EXIT_JVM_LOST, FAILED_BEFORE_RUNNING, history_size
+    from flinkish_cli.runtime.restart import (
+        EXIT_JVM_LOST,
+        EXIT_RESCALE,
+        FAILED_BEFORE_RUNNING,
+        history_size,
+    )
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
@@ -158,6 +165,7 @@ def run_job(
         policy,
         config.get("flinkish.checkpoint.size.interval").total_seconds(),
         config.get("flinkish.metrics.jvm.interval").total_seconds(),
+        config.get("flinkish.upgrade.readiness.timeout").total_seconds(),
     )
     runtime.status.connect_session = connect_session
     runtime.begin()
@@ -190,4 +198,6 @@ def run_job(
     with contextlib.suppress(Exception):  # the JVM may already be gone
         if runtime.spark is not None:
             hooks.stop_session(flavour, runtime.spark)
+    if state is JobState.RESTARTING:
+        return EXIT_RESCALE
     return 1 if state is JobState.FAILED else 0

@@ -7,7 +7,9 @@ itself). A restarted driver (``attempt`` > 0) never injects, so the restart can 
 Points: ``restore-copied`` (a savepoint's state copied into the job's checkpoint, before it
 is repartitioned), ``restore-repartitioned`` (state repartitioned for a new parallelism, not
 yet marked restored), ``savepoint-snapshot`` (the driver chose the files of a savepoint,
-before copying them). Nothing happens unless the variable names the point.
+before copying them), ``rescale-repartitioned`` (an in-place rescale's state repartitioned,
+not yet marked done: injected by the rescale's first driver, whatever its attempt). Nothing
+happens unless the variable names the point.
 """
 
 from __future__ import annotations

@@ -28,6 +28,13 @@ The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the 
 - CANCELED: cancelled (``flinkish cancel``, Ctrl-C or SIGTERM of an attached run).
 - FAILED: the script raised, or a query terminated with an exception.
 
+One more way a driver ends, that is no end of the job: an in-place rescale (the
+autoscaler's, :mod:`.autoscaling`). :meth:`JobRuntime.rescale` stops the queries between
+micro-batches with a savepoint, hands the rescale to the supervisor
+(:mod:`flinkish_cli.registry.rescale_marker`) and the driver exits RESTARTING with
+:data:`~.restart.EXIT_RESCALE`; the supervisor starts the next driver at the new
+parallelism under the same JobID.
+
 Two places end the process at once (``os._exit``): the heartbeat when Spark's JVM is gone
 (:data:`~.restart.EXIT_JVM_LOST`, for the supervisor to start a new driver), and a cancelled
 job whose script does not return within :data:`CANCEL_GRACE`.
@@ -45,6 +52,7 @@ from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.control import ControlChannel, poll_interval
 from flinkish_cli.registry.history import SavepointHistory, Trigger
+from flinkish_cli.registry.rescale_marker import RescaleMarker
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
@@ -61,6 +69,7 @@ from flinkish_cli.runtime.jvm_watch import JvmWatch
 from flinkish_cli.runtime.periodic import PeriodicSavepoints, SavepointPolicy
 from flinkish_cli.runtime.process_metrics import ProcessMetricsWatch, probe_for
 from flinkish_cli.runtime.queries import JobQueries, stop_between_batches
+from flinkish_cli.runtime.rescaling import RescaleWatch
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.snapshots import Snapshots
@@ -87,6 +96,7 @@ class JobRuntime:
         policy: SavepointPolicy | None = None,
         footprint_interval: float = 0.0,
         jvm_interval: float = 0.0,
+        readiness: float = 300.0,
     ) -> None:
         self.plan = plan
         self.footprint_interval = footprint_interval  # flinkish.checkpoint.size.interval
@@ -125,6 +135,15 @@ class JobRuntime:
             self.rule_watcher,
             self.jvm,
             lambda: self.ending,
+        )
+        self.rescale_watch = RescaleWatch(
+            plan,
+            registry,
+            lambda: self.status,
+            lambda: dict(self.queries.restorer.restored),
+            self.abandon_rescale,
+            self._rescale_ended,
+            readiness,
         )
 
     @property
@@ -212,6 +231,10 @@ class JobRuntime:
             except Exception as error:
                 log.warning("Could not watch the running batches: %s", error)
             self.queries.graphs.record_pending(dict(self.queries.handles))
+            try:
+                self.rescale_watch.watch()
+            except Exception as error:
+                log.warning("Could not watch the rescale under way: %s", error)
 
     def spark_lost(self, confirm: bool = False) -> bool:
         """Spark's JVM is gone (see :class:`~.jvm_watch.JvmWatch`)."""
@@ -278,6 +301,84 @@ class JobRuntime:
                     f"Resume from the retained checkpoint {self.plan.job_dir}."
                 )
             raise
+
+    def rescale_refusal(self, parallelism: int) -> str | None:
+        """Why this job cannot be rescaled in place to ``parallelism`` now; None when it can.
+
+        Only a job whose driver owns its Spark (``spark-submit``: local Spark, a standalone
+        cluster) is rescaled in place: a session cluster's Spark Connect cannot repartition
+        state offline, and on YARN and Kubernetes the cluster manager, not flinkish, starts
+        the driver."""
+        from flinkish_cli.registry.rescale_marker import read_marker
+
+        if not self.flavour.driver_owns_jvm:
+            return (
+                "a session cluster job (Spark Connect) cannot be rescaled in place: Spark "
+                "Connect cannot repartition state offline"
+            )
+        if not self.plan.master.startswith(("local", "spark://")):
+            return (
+                "in-place rescales run on local Spark and standalone clusters, not on "
+                f"{self.plan.master}"
+            )
+        if parallelism == self.plan.parallelism:
+            return f"it already runs at parallelism {parallelism}"
+        if read_marker(self.registry, self.plan.job_id) is not None:
+            return "a rescale is under way"
+        return None
+
+    def request_rescale(self, parallelism: int, reason: str) -> str | None:
+        """Rescale the job in place to ``parallelism`` (a control request, or the
+        autoscaler's decision): the savepoint's path; :class:`JobError` when it cannot."""
+        import uuid
+
+        self._require_live("rescale")
+        refusal = self.rescale_refusal(parallelism)
+        if refusal is not None:
+            raise JobError(f"Cannot rescale job {self.plan.job_id}: {refusal}.")
+        marker = RescaleMarker(
+            uuid.uuid4().hex, self.plan.parallelism, parallelism, "", reason=reason
+        )
+        directory = self.policy.directory if self.policy else self.plan.job_dir + "/savepoints"
+        return self.rescale(marker, directory)
+
+    def rescale(self, marker: RescaleMarker, target_dir: str) -> str | None:
+        """Stop the job for an in-place rescale: its queries between micro-batches, then a
+        savepoint into ``target_dir``, then the rescale handed to the supervisor; the
+        savepoint's path. Without a savepoint (it failed) the driver still ends RESTARTING:
+        the supervisor starts the next driver at the same parallelism, from the job's own
+        checkpoints, and nothing is rescaled (None)."""
+        from dataclasses import replace
+
+        from flinkish_cli.registry.rescale_marker import write_marker
+
+        try:
+            path = self.stop_with_savepoint(
+                target_dir, False, JobState.RESTARTING, False, Trigger.RESCALE
+            )
+        except JobError:
+            raise  # not running, or already ending: nothing was stopped
+        except Exception as error:
+            with self.keeper.lock:
+                self._ending = JobState.RESTARTING
+                self._ending_cause = f"The rescale's savepoint failed: {error}."
+            log.error("The rescale's savepoint failed (%s): restarting as it was.", error)
+            return None
+        write_marker(self.registry, self.plan.job_id, replace(marker, savepoint=path))
+        with self.keeper.lock:
+            self._ending_cause = (
+                f"Rescaling from parallelism {marker.from_} to {marker.to}: {marker.reason}"
+            )
+        log.info("Rescaling from parallelism %s to %s.", marker.from_, marker.to)
+        return path
+
+    def _rescale_ended(self, marker: RescaleMarker, outcome: str) -> None:
+        """Record how the rescale this driver ran for ended (in the rescale history)."""
+
+    def abandon_rescale(self, cause: str) -> None:
+        """The rescale this driver runs for did not become stable: end the driver
+        RESTARTING, and its supervisor rolls the rescale back."""
+        self.request_end(JobState.RESTARTING, cause, graceful=True)
 
     def request_end(self, state: JobState, cause: str, graceful: bool) -> bool:
         """Ask the job to end in ``state``; its queries stop in the background."""
@@ -364,6 +465,10 @@ class JobRuntime:
             delete_owned_checkpoints(
                 self.registry.storage, self.plan, self.status, self.rules, state
             )
-        self.keeper.set_state(state, cause if state is not JobState.FINISHED else None)
+        failure = state not in (JobState.FINISHED, JobState.RESTARTING)
+        self.keeper.set_state(state, cause if failure else None)
+        if state is JobState.RESTARTING:
+            log.info("Job %s: its driver ends for a restart. %s", self.plan.job_id, cause or "")
+            return state
         log.info("Job %s ended %s.%s", self.plan.job_id, state.value, f" {cause}" if cause else "")
         return state  # the run directory is the supervisor's to remove

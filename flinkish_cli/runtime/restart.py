@@ -29,6 +29,9 @@ from flinkish_cli.registry.status import JobState, JobStatus
 
 #: The exit status of a driver that found Spark's JVM gone: its supervisor starts a new one.
 EXIT_JVM_LOST = 75
+#: The exit status of a driver that stopped its job for an in-place rescale: its supervisor
+#: starts the next driver at the new parallelism (:mod:`flinkish_cli.registry.rescale_marker`).
+EXIT_RESCALE = 76
 #: Why a program that failed before its job ever ran is not restarted.
 FAILED_BEFORE_RUNNING = "the program failed before its job ran"
 

@@ -12,6 +12,11 @@ from here). Then, query by query, just before each starts:
 - the state is repartitioned when the session's shuffle partitions differ from the
   savepoint's (RocksDB; Spark keeps a checkpoint's partitions otherwise).
 
+An in-place rescale (``RestorePlan.rescale``, the autoscaler's: the same JobID, a new
+parallelism) restores nothing that is in place: each stateful query's own checkpoint is
+repartitioned to the new parallelism, and only a checkpoint that is missing, or whose
+repartition a killed driver left half done, is first restored from the rescale's savepoint.
+
 At the program's first wait every query of the savepoint must have found its query, unless
 ``--allowNonRestoredState``. In ``claim`` mode the source is deleted once every restored
 query has committed a batch of its own.
@@ -72,6 +77,9 @@ class JobRestorer:
         if self.plan.restore is None or query.identity in self.seen:
             return  # a fresh job, or a restarted attempt: the job's own checkpoint is newer
         self.seen.add(query.identity)
+        if self.plan.restore.rescale is not None:
+            self._rescale_in_place(query, target, checkpoint, spark, repartition)
+            return
         if self.plan.attempt > 0 and target.exists(checkpoint):
             if self._marker(query.identity) != "started":
                 return  # a restarted driver: the job's own checkpoint is newer
@@ -103,6 +111,47 @@ class JobRestorer:
         if self._rescale(query, saved, checkpoint, spark, repartition):
             faults.inject("restore-repartitioned", self.plan.attempt)
         self._mark(query.identity, "done")
+
+    def _rescale_in_place(
+        self, query: QueryIdentity, target: Any, checkpoint: str, spark: Any, repartition: Any
+    ) -> None:
+        """An in-place rescale (or its rollback: the same rescale, back to the old
+        parallelism): repartition the query's own checkpoint to the session's partitions,
+        restored from the rescale's savepoint first when it is missing or a repartition was
+        cut short. The query's marker says ``started``, then ``done <partitions>``."""
+        from flinkish_cli.savepoints.create import snapshot_query
+        from flinkish_cli.savepoints.restore import restore_query
+
+        stage = self._marker(query.identity)
+        partitions = _session_partitions(spark, self.plan.parallelism)
+        if stage == f"done {partitions}":
+            return  # an earlier driver of this rescale finished it
+        self._open()
+        saved = self.source.manifest.query(query.identity)
+        exists = target.exists(checkpoint)
+        if saved is None and not exists:
+            return  # a query new since the rescale's savepoint: it starts fresh
+        if saved is not None and (stage == "started" or not exists):
+            if exists:
+                log.warning(
+                    "The rescale of %s was cut short (its driver died): restoring %s again "
+                    "from %s.",
+                    query.label(),
+                    checkpoint,
+                    self.source.path,
+                )
+                target.delete_tree(checkpoint)
+            self._mark(query.identity, "started")
+            restore_query(self.source_storage, self.source, query.identity, target, checkpoint)
+            current = saved
+        else:
+            self._mark(query.identity, "started")
+            current = snapshot_query(target, checkpoint, query.identity, False).manifest
+        batch = current.last_committed_batch
+        self.restored[query.identity] = -1 if batch is None else batch
+        if self._rescale(query, current, checkpoint, spark, repartition):
+            faults.inject("rescale-repartitioned", 0 if stage is None else 1)
+        self._mark(query.identity, f"done {partitions}")
 
     def check_file_sink(
         self, query: QueryIdentity, path: str, target: Any, checkpoint: str
@@ -138,7 +187,9 @@ class JobRestorer:
     def _marker_path(self, identity: str) -> str:
         from flinkish_cli.storage import join
 
-        return join(self.registry.meta_dir(self.plan.job_id), "restore", identity)
+        rescale = self.plan.restore.rescale if self.plan.restore else None
+        parts = ("restore", f"rescale-{rescale}", identity) if rescale else ("restore", identity)
+        return join(self.registry.meta_dir(self.plan.job_id), *parts)
 
     def _mark(self, identity: str, stage: str) -> None:
         """A restore is ``started`` before its first file is copied and ``done`` after the

@@ -47,7 +47,7 @@ from flinkish_cli.plan.rundir import (
     write_private,
 )
 from flinkish_cli.registry import status_writer
-from flinkish_cli.runtime.restart import EXIT_JVM_LOST
+from flinkish_cli.runtime.restart import EXIT_JVM_LOST, EXIT_RESCALE
 
 log = logging.getLogger("flinkish.supervisor")
 
@@ -179,6 +179,9 @@ class Supervisor:
                 if self.stopping or self._cli_gone or self._cancel_requested():
                     self._record(JobState.CANCELED, "Canceled while its driver was down.")
                     return 0
+                if self._rescaling(ended):
+                    attempt += 1
+                    continue
                 if not ended.reported:  # it failed to start: a restart would fail the same way
                     self._record(JobState.FAILED, f"{ended.cause()} (it never started)")
                     return 1
@@ -288,6 +291,67 @@ class Supervisor:
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
         write_private(path, text)
+
+    # -- in-place rescales ----------------------------------------------------------------
+    def _rescaling(self, ended: DriverExit) -> bool:
+        """Carry an in-place rescale on (see :mod:`flinkish_cli.registry.rescale_marker`);
+        True when the next driver is to start now, outside the restart strategy.
+
+        A driver that handed a rescale over (SAVEPOINTED) is followed by one at the new
+        parallelism; one at the new parallelism that ended before the rescale completed
+        (it failed, was killed, or did not become stable) by one at the old parallelism,
+        from the same state (ROLLING_BACK). A rollback that fails is a failure as any other:
+        the restart strategy decides, at the old parallelism.
+        """
+        from flinkish_cli.registry.rescale_marker import read_marker, write_marker
+
+        marker = read_marker(self.registry, self.spec.job_id)
+        if marker is None or marker.stage == "ROLLING_BACK":
+            if ended.returncode != EXIT_RESCALE or marker is not None:
+                return False
+            log.warning("The driver ended for a rescale that did not start: restarting it.")
+            return True
+        following = marker.at("RESTARTED" if marker.stage == "SAVEPOINTED" else "ROLLING_BACK")
+        with _unless_unwritable():
+            write_marker(self.registry, self.spec.job_id, following)
+            status = self.registry.get(self.spec.job_id)
+            status_writer.record_rescaling(self.registry, status, os.getpid())
+        self._replan(following.running_at, marker.savepoint, marker.id)
+        if following.stage == "ROLLING_BACK":
+            log.warning(
+                "The rescale to parallelism %s did not become stable (%s): rolling back to %s.",
+                marker.to,
+                ended.cause(),
+                marker.from_,
+            )
+        else:
+            log.info("Rescaling the job to parallelism %s.", marker.to)
+        return True
+
+    def _replan(self, parallelism: int, savepoint: str, rescale: str) -> None:
+        """The next drivers run at ``parallelism``, their queries' state repartitioned in
+        place (from ``savepoint`` where needed): the plan, Spark's partitions and a local
+        master's threads, as ``run -p`` sets them."""
+        from flinkish_cli.config import Configuration
+        from flinkish_cli.config.mappings import local_master
+        from flinkish_cli.config.mappings import parallelism as partitions
+        from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, RestorePlan
+
+        values = parse_properties(self.properties)
+        plan = JobPlan.decode(values[PLAN_CONF_KEY])
+        plan.parallelism = parallelism
+        plan.flink_conf["parallelism.default"] = str(parallelism)
+        plan.restore = RestorePlan(source=savepoint, rescale=rescale)
+        text = replace_property(self.properties, PLAN_CONF_KEY, plan.encode())
+        config = Configuration.from_flat(plan.flink_conf)
+        for key, value in partitions(parallelism, config).items():
+            if key in values:
+                text = replace_property(text, key, value)
+        self.properties = text
+        argv = self.spec.argv
+        for index, word in enumerate(argv[:-1]):
+            if word == "--master" and argv[index + 1].startswith("local["):
+                argv[index + 1] = local_master(config)
 
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, cause: str) -> float | None:
