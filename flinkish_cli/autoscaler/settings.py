@@ -65,3 +65,27 @@ class AutoscalerSettings:
             restart_time=seconds("restart.time"),
             lag_threshold=seconds("backlog-processing.lag-threshold"),
         )
+
+    @property
+    def applies(self) -> bool:
+        """The autoscaler runs and applies its decisions (not metrics-only)."""
+        return self.enabled and self.scaling_enabled
+
+
+def check_can_scale(config: Lookup) -> None:
+    """Refuse, at ``run``, a job the autoscaler is told to rescale but could not: an
+    in-place rescale repartitions the job's state offline, which Spark does only for the
+    RocksDB state store (:class:`~flinkish_cli.errors.ConfigError` with the advice)."""
+    from flinkish_cli.errors import ConfigError
+
+    if not AutoscalerSettings.from_config(config).applies:
+        return
+    backend = str(config.get("state.backend.type") or "hashmap").lower()
+    if backend != "rocksdb":
+        raise ConfigError(
+            f"job.autoscaler.enabled rescales the job in place, but state.backend.type is "
+            f"'{backend}': Spark repartitions a query's state to a new parallelism only in "
+            "the RocksDB state store.",
+            "Set state.backend.type: rocksdb, or job.autoscaler.scaling.enabled: false to "
+            "only record the autoscaler's decisions.",
+        )

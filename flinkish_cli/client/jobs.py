@@ -49,6 +49,7 @@ from flinkish_cli.registry.protocol import (
     TriggerCheckpoint,
     TriggerSavepoint,
 )
+from flinkish_cli.registry.rescales import RescaleHistory
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import (
     JobRegistry,
@@ -468,6 +469,18 @@ class JobClient:
         if not response.ok:
             raise JobError(f"Rescale of job {status.job_id} failed: {response.error}")
         return str((response.result or {}).get("savepoint") or "")
+
+    def rescale_history(self, job_id: str) -> RescaleHistory:
+        """The job's rescale history: the autoscaler's latest evaluation and its rescales."""
+        return RescaleHistory.read(self.registry, parse_job_id(job_id))
+
+    def rescale_histories(self, statuses: list[JobStatus]) -> dict[str, RescaleHistory]:
+        """The rescale histories of the jobs that are not over (for ``/metrics``)."""
+        return {
+            status.job_id: RescaleHistory.read(self.registry, status.job_id)
+            for status in statuses
+            if not status.effective_state().is_terminal
+        }
 
     def dispose_savepoint(self, path: str) -> None:
         """Delete a savepoint (and refuse anything else); its record in its job's history,

@@ -65,6 +65,7 @@ from flinkish_cli.registry.control import ControlRequest, ControlResponse
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.protocol import CANCEL_TIMEOUT, Action
+from flinkish_cli.registry.rescales import RescaleHistory
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
 
@@ -421,6 +422,17 @@ class RestJobClient(JobClient):
             return [SavepointRecord.from_dict(r) for r in answer["savepoints"]]
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             raise self.endpoint.not_understood(path, str(error)) from None
+
+    def rescale_histories(self, statuses: list[JobStatus]) -> dict[str, RescaleHistory]:
+        """The rescale histories of the jobs that are not over, as the server reads them."""
+        found = {}
+        for status in statuses:
+            if status.effective_state().is_terminal:
+                continue
+            path = job_path(status.job_id, "rescales")
+            body = self.endpoint.call("GET", path).body
+            found[status.job_id] = RescaleHistory.from_json(body.decode("utf-8", "replace"))
+        return found
 
     def last_savepoint(self, job_id: str) -> SavepointRecord | None:
         job_id = parse_job_id(job_id)

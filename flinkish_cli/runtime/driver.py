@@ -132,6 +132,7 @@ def run_job(
     connect_session: str | None = None,
 ) -> int:
     """Run the job to its end; the driver's exit status."""
+    from flinkish_cli.autoscaler.settings import AutoscalerSettings
     from flinkish_cli.config import Configuration
     from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
@@ -166,6 +167,7 @@ def run_job(
         config.get("flinkish.checkpoint.size.interval").total_seconds(),
         config.get("flinkish.metrics.jvm.interval").total_seconds(),
         config.get("flinkish.upgrade.readiness.timeout").total_seconds(),
+        AutoscalerSettings.from_config(config),
     )
     runtime.status.connect_session = connect_session
     runtime.begin()

@@ -46,17 +46,21 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Any
 
+from flinkish_cli.autoscaler.settings import AutoscalerSettings
 from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.control import ControlChannel, poll_interval
 from flinkish_cli.registry.history import SavepointHistory, Trigger
 from flinkish_cli.registry.rescale_marker import RescaleMarker
+from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.attempts import Attempts, CheckpointsFailed, NoCheckpointProgress
+from flinkish_cli.runtime.autoscaling import Autoscaler
 from flinkish_cli.runtime.checkpoint_rules import (
     BatchWatcher,
     CheckpointRules,
@@ -97,6 +101,7 @@ class JobRuntime:
         footprint_interval: float = 0.0,
         jvm_interval: float = 0.0,
         readiness: float = 300.0,
+        autoscaler: AutoscalerSettings | None = None,
     ) -> None:
         self.plan = plan
         self.footprint_interval = footprint_interval  # flinkish.checkpoint.size.interval
@@ -136,6 +141,17 @@ class JobRuntime:
             self.jvm,
             lambda: self.ending,
         )
+        self.autoscaler: Autoscaler | None = None
+        if autoscaler is not None and autoscaler.enabled:
+            self.autoscaler = Autoscaler(
+                autoscaler,
+                registry,
+                plan.job_id,
+                plan.parallelism,
+                lambda: self.status,
+                self.rescale_refusal,
+                lambda record: self.control.submit(lambda: self._apply_rescale(record)),
+            )
         self.rescale_watch = RescaleWatch(
             plan,
             registry,
@@ -177,6 +193,9 @@ class JobRuntime:
         periodic = self._periodic_savepoints()
         if periodic is not None:
             threads.append((lambda: periodic.run(self._done), "flinkish-periodic-savepoints"))
+        scaler = self.autoscaler
+        if scaler is not None:
+            threads.append((lambda: scaler.run(self._done), "flinkish-autoscaler"))
         if self.footprint_interval > 0:
             watch = FootprintWatch(
                 self.keeper,
@@ -327,20 +346,43 @@ class JobRuntime:
             return "a rescale is under way"
         return None
 
-    def request_rescale(self, parallelism: int, reason: str) -> str | None:
+    def request_rescale(
+        self, parallelism: int, reason: str, record: RescaleRecord | None = None
+    ) -> str | None:
         """Rescale the job in place to ``parallelism`` (a control request, or the
-        autoscaler's decision): the savepoint's path; :class:`JobError` when it cannot."""
-        import uuid
-
+        autoscaler's decision, ``record``): the savepoint's path (None when it failed and
+        the job restarts as it was); :class:`JobError` when it cannot."""
         self._require_live("rescale")
         refusal = self.rescale_refusal(parallelism)
         if refusal is not None:
             raise JobError(f"Cannot rescale job {self.plan.job_id}: {refusal}.")
-        marker = RescaleMarker(
-            uuid.uuid4().hex, self.plan.parallelism, parallelism, "", reason=reason
-        )
+        history = RescaleHistory.read(self.registry, self.plan.job_id)
+        if record is None or history.find(record.id) is None:
+            direction = "up" if parallelism > self.plan.parallelism else "down"
+            record = record or RescaleRecord.new(
+                time.time(), self.plan.parallelism, parallelism, direction, reason, {}, True
+            )
+            history.append(record)
+        history.update_outcome(record.id, Outcome.IN_PROGRESS, None)
+        history.write(self.registry, self.plan.job_id)
+        marker = RescaleMarker(record.id, self.plan.parallelism, parallelism, "", reason=reason)
         directory = self.policy.directory if self.policy else self.plan.job_dir + "/savepoints"
-        return self.rescale(marker, directory)
+        path = self.rescale(marker, directory)
+        if path is None:
+            self._rescale_ended(marker, Outcome.FAILED.value)
+        return path
+
+    def _apply_rescale(self, record: RescaleRecord) -> None:
+        """The autoscaler's decision, on the control worker."""
+        try:
+            self.request_rescale(record.to_parallelism, record.reason, record)
+        except Exception as error:
+            log.warning("The autoscaler's rescale did not start: %s", error)
+            history = RescaleHistory.read(self.registry, self.plan.job_id)
+            if history.update_outcome(record.id, Outcome.FAILED, time.time()):
+                history.write(self.registry, self.plan.job_id)
+            if self.autoscaler is not None:
+                self.autoscaler.not_applied()
 
     def rescale(self, marker: RescaleMarker, target_dir: str) -> str | None:
         """Stop the job for an in-place rescale: its queries between micro-batches, then a
@@ -373,7 +415,10 @@ class JobRuntime:
         return path
 
     def _rescale_ended(self, marker: RescaleMarker, outcome: str) -> None:
-        """Record how the rescale this driver ran for ended (in the rescale history)."""
+        """Record how a rescale ended in the job's rescale history."""
+        history = RescaleHistory.read(self.registry, self.plan.job_id)
+        if history.update_outcome(marker.id, Outcome(outcome), time.time()):
+            history.write(self.registry, self.plan.job_id)
 
     def abandon_rescale(self, cause: str) -> None:
         """The rescale this driver runs for did not become stable: end the driver

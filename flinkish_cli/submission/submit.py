@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flinkish_cli.autoscaler.settings import check_can_scale
 from flinkish_cli.errors import ConfigError, JobError, UsageError
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.plan.rundir import PROPERTIES_FILE, make_run_dir
@@ -161,6 +162,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
     if request.py_requirements and not Path(request.py_requirements.split("#")[0]).is_file():
         raise JobError(f"The requirements file {request.py_requirements} does not exist.")
     translation = to_spark(config)
+    check_can_scale(config)
     session = config.get("rest.address")
     deployment = resolve_deployment(
         request.target,

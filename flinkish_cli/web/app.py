@@ -22,6 +22,7 @@ from flinkish_cli.errors import FlinkishError
 from flinkish_cli.web import dashboard
 from flinkish_cli.web.handlers import FlinkRestApi
 from flinkish_cli.web.replies import FlinkError, errors
+from flinkish_cli.web.rescales import RescaleRoutes
 from flinkish_cli.web.security import BodyTimeout, Guard, too_large, too_slow
 from flinkish_cli.web.settings import WebSettings
 
@@ -37,13 +38,15 @@ def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
     from flinkish_cli.web.metrics import metrics_route
 
     api = FlinkRestApi(client, settings)
+    rescales = RescaleRoutes(client).routes()
 
     async def page(request: Request) -> Response:
         return FileResponse(dashboard.ASSETS / "index.html")
 
     routes = [
-        Mount("/v1", routes=api.routes()),
+        Mount("/v1", routes=api.routes() + rescales),
         *api.routes(),
+        *rescales,
         *api.dashboard_routes(),
         metrics_route(client),
         Route("/", page, methods=["GET"]),

@@ -387,7 +387,8 @@ def _checkpoint(job_id: str, query: str, progress: Progress, path: str) -> dict[
     }
 
 
-def _summary(values: list[int]) -> dict[str, Any]:
+def stats_summary(values: list[int]) -> dict[str, Any]:
+    """Flink's ``StatsSummaryDto`` of ``values`` (all zero when there are none)."""
     if not values:
         zero = {"min": 0, "max": 0, "avg": 0}
         return {**zero, "p50": 0.0, "p90": 0.0, "p95": 0.0, "p99": 0.0, "p999": 0.0}
@@ -471,12 +472,12 @@ def checkpoints(
             "failed": 0,
         },
         "summary": {
-            "checkpointed_size": _summary([e["checkpointed_size"] for e in history]),
-            "state_size": _summary([e["state_size"] for e in history]),
-            "end_to_end_duration": _summary([e["end_to_end_duration"] for e in history]),
-            "alignment_buffered": _summary([]),
-            "processed_data": _summary([e["processed_data"] for e in history]),
-            "persisted_data": _summary([]),
+            "checkpointed_size": stats_summary([e["checkpointed_size"] for e in history]),
+            "state_size": stats_summary([e["state_size"] for e in history]),
+            "end_to_end_duration": stats_summary([e["end_to_end_duration"] for e in history]),
+            "alignment_buffered": stats_summary([]),
+            "processed_data": stats_summary([e["processed_data"] for e in history]),
+            "persisted_data": stats_summary([]),
         },
         "latest": {
             "completed": history[0] if history else None,

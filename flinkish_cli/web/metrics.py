@@ -40,12 +40,21 @@ a query's (Flink's task scope):
   ``flinkish_query_checkpoint_bytes{grows="age"}``: ``flinkish info <JobID>`` says why and
   what to do.
 
+- the autoscaler's, from each running job's rescale history
+  (:mod:`flinkish_cli.registry.rescales`; Flink has no name for these):
+  ``flinkish_autoscaler_parallelism`` (the job's now), ``..._target_parallelism`` (its
+  latest evaluation's), ``..._rescales`` (records, labelled ``outcome``), and per query
+  the figures it decided on: ``..._input_rate``, ``..._processing_rate`` (rows per busy
+  second), ``..._busy_share`` (0 to 1), ``..._backlog`` (records, where the source tells)
+  and ``..._utilisation`` (the busy share it needs for its input and backlog).
+
 Nothing here keeps state between scrapes: a registry that cannot be read yields no samples
 and ``flinkish_registry_up 0``.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import re
 import time
@@ -61,6 +70,7 @@ from starlette.routing import Route
 
 from flinkish_cli.registry.footprint import grows
 from flinkish_cli.registry.jvm import JvmRecord, Process
+from flinkish_cli.registry.rescales import RescaleHistory
 from flinkish_cli.registry.status import JobState, JobStatus, parse_timestamp
 from flinkish_cli.registry.task_time import task_time
 from flinkish_cli.web.flink_json import JobCluster, vertex_id
@@ -78,6 +88,7 @@ TM = ("host", "tm_id", *JOB)
 
 
 _J, _T = "flink_jobmanager_job_", "flink_taskmanager_job_task_"
+_A = "flinkish_autoscaler_"
 #: (key, name, help, labels) of every metric family.
 METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("uptime", _J + "uptime", "Time the job has been running (ms).", JOB),
@@ -122,6 +133,14 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         "When the checkpoint was last measured (ms).",
         QUERY,
     ),
+    ("as_p", _A + "parallelism", "The job's parallelism now.", JOB),
+    ("as_target", _A + "target_parallelism", "The latest evaluation's parallelism.", JOB),
+    ("as_rescales", _A + "rescales", "Rescale records by outcome.", (*JOB, "outcome")),
+    ("as_in", _A + "input_rate", "Input rows per second over the window.", QUERY),
+    ("as_rate", _A + "processing_rate", "Rows per busy second (true rate).", QUERY),
+    ("as_busy", _A + "busy_share", "Busy share of wall time over the window.", QUERY),
+    ("as_backlog", _A + "backlog", "Records behind the sources (where told).", QUERY),
+    ("as_util", _A + "utilisation", "Busy share needed for input and backlog.", QUERY),
 )
 
 
@@ -147,7 +166,12 @@ class RegistryCollector:
         except Exception as error:  # the jobs' figures still go out
             log.warning("The jobs' JVM figures could not be read for /metrics: %s", error)
             jvms = {}
-        yield from job_metrics(jobs, time.time(), jvms)
+        try:
+            rescales = self.client.rescale_histories(jobs)
+        except Exception as error:
+            log.warning("The jobs' rescale histories could not be read for /metrics: %s", error)
+            rescales = {}
+        yield from job_metrics(jobs, time.time(), jvms, rescales)
 
 
 def _gauge(name: str, documentation: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
@@ -155,10 +179,14 @@ def _gauge(name: str, documentation: str, labels: tuple[str, ...]) -> GaugeMetri
 
 
 def job_metrics(
-    jobs: list[JobStatus], now: float, jvms: dict[str, JvmRecord] | None = None
+    jobs: list[JobStatus],
+    now: float,
+    jvms: dict[str, JvmRecord] | None = None,
+    rescales: dict[str, RescaleHistory] | None = None,
 ) -> Iterator[Metric]:
     """Every job's metrics (see the module's docstring); ``jvms``: the JVMs of the jobs
-    that have a record (:meth:`~flinkish_cli.client.jobs.JobClient.jvm_records`)."""
+    that have a record (:meth:`~flinkish_cli.client.jobs.JobClient.jvm_records`);
+    ``rescales``: the rescale histories of the jobs the autoscaler has evaluated."""
     g = {key: _gauge(name, doc, labels) for key, name, doc, labels in METRICS}
     processes = ProcessFamilies()
     for status in jobs:
@@ -218,8 +246,39 @@ def job_metrics(
                 plabels = [*qlabels, part, grows(part)]
                 g["cp_bytes"].add_metric(plabels, size.bytes)
                 g["cp_files"].add_metric(plabels, size.files)
+        history = (rescales or {}).get(status.job_id)
+        if history is not None and (history.latest or history.rescales):
+            _autoscaler(g, labels, status, history)
     yield from g.values()
     yield from processes.families()
+
+
+def _autoscaler(
+    g: dict[str, GaugeMetricFamily], labels: list[str], status: JobStatus, history: Any
+) -> None:
+    """The autoscaler's gauges of one job (see the module's docstring)."""
+    g["as_p"].add_metric(labels, int(status.parallelism or 1))
+    outcomes = collections.Counter(r.outcome.value for r in history.rescales)
+    for outcome, count in sorted(outcomes.items()):
+        g["as_rescales"].add_metric([*labels, outcome], count)
+    latest = history.latest or {}
+    if isinstance(latest.get("target"), int):
+        g["as_target"].add_metric(labels, latest["target"])
+    figures = latest.get("figures") if isinstance(latest.get("figures"), dict) else {}
+    queries = figures.get("queries") if isinstance(figures.get("queries"), dict) else {}
+    utilisation = figures.get("utilisation") if isinstance(figures.get("utilisation"), dict) else {}
+    for name, query in queries.items():
+        if not isinstance(query, dict):
+            continue
+        qlabels = [*labels, str(name)]
+        for key, field in (("as_in", "input_rate"), ("as_rate", "processing_rate"),
+                           ("as_busy", "busy_share"), ("as_backlog", "backlog")):  # fmt: skip
+            value = query.get(field)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                g[key].add_metric(qlabels, value)
+        value = utilisation.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            g["as_util"].add_metric(qlabels, value)
 
 
 JOBMANAGER, TASKMANAGER = "flink_jobmanager_Status_JVM_", "flink_taskmanager_Status_JVM_"

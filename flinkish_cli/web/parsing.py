@@ -27,9 +27,10 @@ def job_id(request: Request) -> str:
     return value.lower()
 
 
-async def body(request: Request, allowed: dict[str, tuple[type, ...]], name: str) -> dict:
-    """The request's JSON object, each field of an allowed type (null allowed); Flink's
-    400 otherwise. An empty body is ``{}``, as Flink's clients send for no body."""
+async def body(request: Request, allowed: dict[str, tuple[type, ...]] | None, name: str) -> dict:
+    """The request's JSON object, each field of an allowed type (null allowed; any field
+    when ``allowed`` is None); Flink's 400 otherwise. An empty body is ``{}``, as Flink's
+    clients send for no body."""
     raw = await request.body()
     mismatch = FlinkError(400, f"Request did not match expected format {name}.")
     if not raw.strip():
@@ -38,7 +39,11 @@ async def body(request: Request, allowed: dict[str, tuple[type, ...]], name: str
         data = json.loads(raw)
     except (ValueError, RecursionError):
         raise mismatch from None
-    if not isinstance(data, dict) or set(data) - set(allowed):
+    if not isinstance(data, dict):
+        raise mismatch
+    if allowed is None:
+        return data
+    if set(data) - set(allowed):
         raise mismatch
     for key, value in data.items():
         if value is not None and (
@@ -47,6 +52,12 @@ async def body(request: Request, allowed: dict[str, tuple[type, ...]], name: str
         ):
             raise mismatch
     return data
+
+
+async def json_object(request: Request, name: str) -> dict:
+    """The request's body as a JSON object of any fields; Flink's 400 naming ``name``
+    otherwise (an empty body is ``{}``)."""
+    return await body(request, None, name)
 
 
 def trigger_id(data: dict, key: str = "triggerId") -> str | None:

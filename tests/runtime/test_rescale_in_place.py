@@ -146,7 +146,12 @@ def test_a_driver_killed_in_the_middle_of_a_rescale_is_rolled_back_exactly_once(
 ) -> None:
     for _ in range(3):
         job.add_file()
-    restarts = ("-D", "restart-strategy.type=fixed-delay", "-D", "restart-strategy.fixed-delay.delay=1 s")
+    restarts = (
+        "-D",
+        "restart-strategy.type=fixed-delay",
+        "-D",
+        "restart-strategy.fixed-delay.delay=1 s",
+    )
     job_id = job.start(*restarts, env={"FLINKISH_TEST_FAULT": "rescale-repartitioned:jvm"})
     job.wait(job_id, lambda: job.processed(job_id) == len(job.rows), "caught up")
 

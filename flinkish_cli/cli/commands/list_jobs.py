@@ -22,6 +22,7 @@ from flinkish_cli.cli.output import echo, print_json, warn
 
 if TYPE_CHECKING:
     from flinkish_cli.registry.history import SavepointRecord
+    from flinkish_cli.registry.rescales import RescaleHistory
     from flinkish_cli.registry.status import JobStatus
     from flinkish_cli.registry.store import UnreadableJob
 
@@ -32,6 +33,10 @@ TERMINATED_HEADER = "---------------------- Terminated Jobs --------------------
 UNREADABLE_HEADER = "---------------------- Unreadable Jobs -----------------------"
 UNKNOWN = "UNKNOWN"
 DATE_FORMAT = "%d.%m.%Y %H:%M:%S"
+
+
+#: Rescale records of a job shown by ``--output json`` (its history keeps more).
+RESCALES_SHOWN = 10
 
 
 def _line(status: JobStatus, now: float) -> str:
@@ -60,10 +65,28 @@ def _section(header: str, lines: list[str], empty: str | None) -> None:
     echo(RULE)
 
 
-def _job_json(status: JobStatus, now: float, savepoint: SavepointRecord | None) -> dict[str, Any]:
-    """A job for ``--output json``: its status's summary and its last savepoint (the newest
-    completed of its history)."""
-    return {**status.summary(now), "last-savepoint": savepoint.summary() if savepoint else None}
+def _job_json(
+    status: JobStatus,
+    now: float,
+    savepoint: SavepointRecord | None,
+    rescales: RescaleHistory | None = None,
+) -> dict[str, Any]:
+    """A job for ``--output json``: its status's summary, its last savepoint (the newest
+    completed of its history) and, for a job the autoscaler evaluates, ``autoscaler``: its
+    latest evaluation (target, direction, reason, the guard that held it back) and its last
+    :data:`RESCALES_SHOWN` rescale records, newest first (null otherwise)."""
+    document = {**status.summary(now), "last-savepoint": savepoint.summary() if savepoint else None}
+    autoscaler = None
+    if rescales is not None and (rescales.latest or rescales.rescales):
+        latest = rescales.latest or {}
+        autoscaler = {
+            "parallelism": status.parallelism,
+            "latest": {k: latest.get(k) for k in ("time", "target", "direction", "reason",
+                                                   "blocked_by")} if latest else None,
+            "rescales": [r.to_dict() for r in reversed(rescales.rescales[-RESCALES_SHOWN:])],
+        }  # fmt: skip
+    document["autoscaler"] = autoscaler
+    return document
 
 
 def _unreadable_json(job: UnreadableJob) -> dict[str, Any]:
@@ -119,7 +142,10 @@ def list_jobs(
         chosen = (live if show_running else []) + (scheduled_jobs if show_scheduled else [])
         chosen += ended if show_all else []
         savepoints = client.last_savepoints([s.job_id for s in chosen])
-        documents = [_job_json(s, now, savepoints[s.job_id]) for s in chosen]
+        rescales = client.rescale_histories(chosen)
+        documents = [
+            _job_json(s, now, savepoints[s.job_id], rescales.get(s.job_id)) for s in chosen
+        ]
         print_json({"jobs": documents + [_unreadable_json(j) for j in unreadable]})
         return
 

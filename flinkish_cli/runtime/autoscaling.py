@@ -1,0 +1,128 @@
+"""The autoscaler inside a job's driver: evaluate every interval, record, and rescale.
+
+With ``job.autoscaler.enabled``, :class:`Autoscaler` runs on a thread of the job's driver
+(as the Flink Kubernetes Operator's autoscaler runs beside its job): every
+``job.autoscaler.interval`` it reads each active query's figures from the job's series
+(:mod:`flinkish_cli.registry.series`), turns them into Flink's terms
+(:func:`~flinkish_cli.autoscaler.metrics.query_metrics`), asks for the job-wide decision
+(:func:`~flinkish_cli.autoscaler.decide.decide`) and records it in the job's rescale
+history (:mod:`flinkish_cli.registry.rescales`): every evaluation as the latest, every
+decision that changes the parallelism as a record. With ``job.autoscaler.scaling.enabled``
+(the default) such a decision is applied as an in-place rescale (:meth:`.job.JobRuntime.
+request_rescale`, on the control worker, so never beside a savepoint); without it, or when
+the job cannot be rescaled in place (a session cluster, YARN, Kubernetes), the record says
+NOT_APPLIED with the reason. Nothing is evaluated while a rescale is under way, nor while
+the job is not RUNNING. The measured windows start with this driver (a rescale's new
+driver starts them afresh: its figures are those of the new parallelism).
+
+Any parallelism in ``[vertex.min-parallelism, vertex.max-parallelism]`` is allowed: Spark's
+offline repartition (RocksDB) splits state into any number of partitions, and Spark's
+sources take any number of tasks (Kafka's partitions are read by as many tasks as the
+source has, whatever the parallelism).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flinkish_cli.autoscaler.decide import Decision, decide, rescale_record
+from flinkish_cli.autoscaler.metrics import query_metrics
+from flinkish_cli.autoscaler.settings import AutoscalerSettings
+from flinkish_cli.registry import series as series_file
+from flinkish_cli.registry.rescale_marker import read_marker
+from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
+from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.registry.store import JobRegistry
+
+log = logging.getLogger("flinkish.autoscaler")
+
+
+class Autoscaler:
+    """Evaluates one job every interval and applies (or records) its decisions."""
+
+    def __init__(
+        self,
+        settings: AutoscalerSettings,
+        registry: JobRegistry,
+        job_id: str,
+        parallelism: int,
+        status: Callable[[], JobStatus],
+        refusal: Callable[[int], str | None],
+        apply: Callable[[RescaleRecord], None],
+        run_start: float | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.job_id = job_id
+        self.parallelism = parallelism
+        self.status = status  # the job's status, as its driver keeps it
+        self.refusal = refusal  # why the job cannot be rescaled in place to N, or None
+        self.apply = apply  # starts the in-place rescale a record decided
+        self.run_start = time.time() if run_start is None else run_start
+
+    def run(self, done: threading.Event) -> None:
+        mode = "scaling" if self.settings.scaling_enabled else "metrics only"
+        log.info("Autoscaler on (%s), every %.0f s.", mode, self.settings.interval)
+        while not done.wait(self.settings.interval):
+            try:
+                self.evaluate(time.time())
+            except Exception as error:  # a bad read never ends the job
+                log.warning("The autoscaler could not evaluate the job: %s", error)
+
+    #: a rescale was handed to the job (until it failed to start: :meth:`not_applied`)
+    applying = False
+
+    def not_applied(self) -> None:
+        """The rescale handed over did not start (the job runs on as it was)."""
+        self.applying = False
+
+    def evaluate(self, now: float) -> Decision | None:
+        """One evaluation at ``now`` (epoch s); the decision, None when none was made."""
+        status = self.status()
+        if self.applying or status.state is not JobState.RUNNING:
+            return None
+        if read_marker(self.registry, self.job_id) is not None:
+            return None
+        history = RescaleHistory.read(self.registry, self.job_id)
+        decision = self.decide(status, history, now)
+        evaluation: dict[str, Any] = {"time": int(now * 1000), **decision.to_json()}
+        history.record_evaluation(evaluation)
+        record = None
+        if decision.changes:
+            record = rescale_record(decision, self.settings, now)
+            refusal = self.refusal(decision.target) if self.settings.scaling_enabled else None
+            if refusal is not None:
+                record.mode, record.outcome = "metrics-only", Outcome.NOT_APPLIED
+                record.end_time = record.time
+                record.reason += f" Not applied: {refusal}."
+            history.append(record)
+            log.info("%s", record.reason)
+        history.write(self.registry, self.job_id)
+        if record is not None and record.outcome is Outcome.PENDING:
+            self.applying = True
+            self.apply(record)
+        return decision
+
+    def decide(self, status: JobStatus, history: RescaleHistory, now: float) -> Decision:
+        """The decision the job's figures call for now."""
+        points = series_file.read(self.registry, self.job_id).queries
+        metrics = [
+            query_metrics(
+                name, points.get(name, []), self.settings, now, self.run_start, query.trigger_ms
+            )
+            for name, query in status.queries.items()
+            if query.active
+        ]
+        last = history.last_change()
+        return decide(
+            metrics,
+            self.parallelism,
+            self.settings,
+            now,
+            self.run_start,
+            last.time / 1000 if last is not None else None,
+        )

@@ -1,0 +1,232 @@
+"""Rescales over REST: Flink's adaptive scheduler routes, from the job's rescale history.
+
+- ``GET /jobs/:jobid/resource-requirements``: each query (a vertex) with the job's
+  parallelism as its upper bound (Flink's ``{"<vertex id>": {"parallelism":
+  {"lowerBound": 1, "upperBound": N}}}``).
+- ``PUT /jobs/:jobid/resource-requirements``: Flink's way to rescale a running job by hand
+  (and the Flink Kubernetes Operator's autoscaler's). A flinkish job has one parallelism,
+  so the largest upper bound asked for is the job's new parallelism; the job is rescaled in
+  place through the job client (the same JobID: a savepoint, the state repartitioned, the
+  driver restarted at the new parallelism). 200 once the old driver has stopped with its
+  savepoint; the rescale then goes on, and the history says how it ended.
+- ``GET /flinkish/registry/jobs/:jobid/rescales``: the history as the registry holds it, for
+  flinkish's CLI through the endpoint (``list --output json``).
+- ``GET /jobs/:jobid/rescales/history``, ``/overview``, ``/summary`` and
+  ``/details/:rescaleuuid``: Flink 2.3's rescale history (FLIP-495), one entry per record
+  of :mod:`flinkish_cli.registry.rescales`, with flinkish's own fields (from, to, the
+  reason and the figures of the decision) under ``flinkish``. A decision recorded but not
+  applied (metrics-only) is Flink's IGNORED; a rescale rolled back is FAILED.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from flinkish_cli.client import wire
+from flinkish_cli.client.jobs import JobClient
+from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
+from flinkish_cli.registry.status import JobStatus
+from flinkish_cli.web import parsing
+from flinkish_cli.web.flink_json import stats_summary, vertex_id
+from flinkish_cli.web.replies import JSON_TYPE, FlinkError, ok
+
+#: Flink's terminal states of a rescale, for each outcome (None: not ended).
+TERMINAL = {
+    Outcome.PENDING: None,
+    Outcome.IN_PROGRESS: None,
+    Outcome.COMPLETED: "COMPLETED",
+    Outcome.ROLLED_BACK: "FAILED",
+    Outcome.FAILED: "FAILED",
+    Outcome.NOT_APPLIED: "IGNORED",
+}
+
+
+def details(status: JobStatus, record: RescaleRecord, detailed: bool) -> dict[str, Any]:
+    """One record as Flink's ``JobRescaleDetails`` (vertices only when ``detailed``)."""
+    vertices = {}
+    if detailed:
+        for query in status.queries:
+            vertex = vertex_id(status.job_id, query)
+            vertices[vertex] = {
+                "jobVertexId": vertex,
+                "jobVertexName": query,
+                "desiredParallelism": record.to_parallelism,
+                "sufficientParallelism": 1,
+                "preRescaleParallelism": record.from_parallelism,
+                "postRescaleParallelism": (
+                    record.to_parallelism
+                    if record.outcome is Outcome.COMPLETED
+                    else record.from_parallelism
+                ),
+            }
+    return {
+        "rescaleUuid": record.id,
+        "resourceRequirementsUuid": record.id,
+        "rescaleAttemptId": 1,
+        "vertices": vertices,
+        "slots": {},
+        "schedulerStates": [],
+        "startTimestampInMillis": record.time,
+        "endTimestampInMillis": record.end_time,
+        "terminalState": TERMINAL[record.outcome],
+        "triggerCause": "UPDATE_REQUIREMENT",
+        "terminatedReason": record.outcome.value if record.outcome.final else None,
+        "flinkish": {
+            "from": record.from_parallelism,
+            "to": record.to_parallelism,
+            "direction": record.direction,
+            "mode": record.mode,
+            "outcome": record.outcome.value,
+            "reason": record.reason,
+            "figures": record.figures,
+        },
+    }
+
+
+def _counts(records: list[RescaleRecord]) -> dict[str, int]:
+    states = [TERMINAL[r.outcome] for r in records]
+    return {
+        "ignored": states.count("IGNORED"),
+        "inProgress": states.count(None),
+        "completed": states.count("COMPLETED"),
+        "failed": states.count("FAILED"),
+    }
+
+
+def overview(status: JobStatus, history: RescaleHistory) -> dict[str, Any]:
+    """Flink's ``JobRescalesOverview``: the counts and the latest of each end."""
+
+    def latest(state: str) -> dict[str, Any] | None:
+        found = [r for r in history.rescales if TERMINAL[r.outcome] == state]
+        return details(status, found[-1], False) if found else None
+
+    return {
+        "rescalesCounts": _counts(history.rescales),
+        "latest": {key.lower(): latest(key) for key in ("COMPLETED", "FAILED", "IGNORED")},
+    }
+
+
+def summary(history: RescaleHistory) -> dict[str, Any]:
+    """Flink's ``JobRescalesSummary``: the counts and the durations of the ended ones."""
+
+    def durations(*states: str) -> list[int]:
+        return [
+            r.end_time - r.time
+            for r in history.rescales
+            if r.end_time is not None and TERMINAL[r.outcome] in states
+        ]
+
+    return {
+        "rescalesCounts": _counts(history.rescales),
+        "rescalesDurationStatsInMillis": stats_summary(durations("COMPLETED", "FAILED", "IGNORED")),
+        "completedRescalesDurationStatsInMillis": stats_summary(durations("COMPLETED")),
+        "ignoredRescalesDurationStatsInMillis": stats_summary(durations("IGNORED")),
+        "failedRescalesDurationStatsInMillis": stats_summary(durations("FAILED")),
+    }
+
+
+def requirements(status: JobStatus) -> dict[str, Any]:
+    """Flink's ``JobResourceRequirementsBody``: each query's vertex and the parallelism."""
+    parallelism = int(status.parallelism or 1)
+    return {
+        vertex_id(status.job_id, query): {
+            "parallelism": {"lowerBound": 1, "upperBound": parallelism}
+        }
+        for query in status.queries
+    }
+
+
+def requested_parallelism(data: dict[str, Any]) -> int:
+    """The job's parallelism a resource-requirements body asks for: its largest upper
+    bound; Flink's 400 when the body is not one."""
+    bounds = []
+    for value in data.values():
+        parallelism = value.get("parallelism") if isinstance(value, dict) else None
+        upper = parallelism.get("upperBound") if isinstance(parallelism, dict) else None
+        if not isinstance(upper, int) or isinstance(upper, bool) or upper < 1:
+            raise FlinkError(
+                400,
+                "Request did not match expected format JobResourceRequirementsBody: each "
+                'vertex needs {"parallelism": {"lowerBound": n, "upperBound": m}} with m ≥ 1.',
+            )
+        bounds.append(upper)
+    if not bounds:
+        raise FlinkError(400, "The resource requirements name no vertex.")
+    return max(bounds)
+
+
+class RescaleRoutes:
+    """The rescale routes over one job client."""
+
+    def __init__(self, client: JobClient) -> None:
+        self.client = client
+
+    def routes(self) -> list[Route]:
+        job = "/jobs/{jobid}"
+        return [
+            Route(f"{job}/resource-requirements", self.get_requirements, methods=["GET"]),
+            Route(f"{job}/resource-requirements", self.put_requirements, methods=["PUT"]),
+            Route(f"{job}/rescales/history", self.history, methods=["GET"]),
+            Route(f"{job}/rescales/overview", self.overview, methods=["GET"]),
+            Route(f"{job}/rescales/summary", self.summary, methods=["GET"]),
+            Route(f"{job}/rescales/details/{{rescaleuuid}}", self.details, methods=["GET"]),
+            Route(wire.job_path("{jobid}", "rescales"), self.document, methods=["GET"]),
+        ]
+
+    async def _job(self, request: Request) -> tuple[JobStatus, RescaleHistory]:
+        job_id = parsing.job_id(request)
+        try:
+            status = await run_in_threadpool(self.client.get, job_id)
+        except JobError as error:
+            raise FlinkError(404, f"Job {job_id} not found", error) from None
+        history = await run_in_threadpool(self.client.rescale_history, status.job_id)
+        return status, history
+
+    async def get_requirements(self, request: Request) -> Response:
+        status, _ = await self._job(request)
+        return ok(requirements(status))
+
+    async def put_requirements(self, request: Request) -> Response:
+        job_id = parsing.job_id(request)
+        raw = await parsing.json_object(request, "JobResourceRequirementsBody")
+        parallelism = requested_parallelism(raw)
+        try:
+            await run_in_threadpool(
+                self.client.rescale, job_id, parallelism, "Resource requirements set over REST."
+            )
+        except UsageError as error:
+            raise FlinkError(400, error.message, error) from None
+        except JobError as error:
+            raise FlinkError(409, error.message, error) from None
+        return ok({})
+
+    async def document(self, request: Request) -> Response:
+        """The history as the registry holds it (for flinkish's CLI and dashboard)."""
+        _, history = await self._job(request)
+        return Response(history.to_json(), media_type=JSON_TYPE)
+
+    async def history(self, request: Request) -> Response:
+        status, history = await self._job(request)
+        return ok([details(status, r, False) for r in reversed(history.rescales)])
+
+    async def overview(self, request: Request) -> Response:
+        status, history = await self._job(request)
+        return ok(overview(status, history))
+
+    async def summary(self, request: Request) -> Response:
+        _, history = await self._job(request)
+        return ok(summary(history))
+
+    async def details(self, request: Request) -> Response:
+        status, history = await self._job(request)
+        uuid = request.path_params["rescaleuuid"]
+        record = history.find(uuid)
+        if record is None:
+            raise FlinkError(404, f"Rescale {uuid[:64]} not found in job {status.job_id}.")
+        return ok(details(status, record, True))
