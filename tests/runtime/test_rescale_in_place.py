@@ -3,12 +3,14 @@ JobID, a new parallelism, its state repartitioned, its output exactly once.
 
 On real local Spark with the RocksDB state backend, the counting job
 (``tests/fixtures/jobs/counts/counts_job.py``: a running count per key and a raw copy of
-every row) is asked to rescale through the job client (what ``PUT
-/jobs/:jobid/resource-requirements`` and the autoscaler call). Then: its driver runs at the
-new parallelism, Spark's offset log says the state has that many partitions, the rescale's
-savepoint is in the job's history, and every input row reached the sink once with the counts
-right. A driver killed in the middle of the rescale (after the repartition, before it is
-marked done) is rolled back to the old parallelism, still exactly once.
+every row) runs with an autoscaler told to want more as soon as input flows: it scales the
+job up in place (a new driver, the same JobID, Spark's offset log says the state has the new
+partitions, the rescale's savepoint is in the job's history), and down again once the input
+stopped and ``scale-down.interval`` passed; every input row reached the sink once with the
+counts right. Metrics-only, the same decision is recorded and never applied. A driver killed
+in the middle of a rescale asked for through the job client (what ``PUT
+/jobs/:jobid/resource-requirements`` calls), after the repartition and before it is marked
+done, is rolled back to the old parallelism, still exactly once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import collections
 import json
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -106,38 +109,97 @@ def job(flinkish_env: FlinkishEnv) -> CountingJob:
     return CountingJob(flinkish_env)
 
 
-def test_a_rescaled_job_keeps_its_jobid_repartitions_its_state_and_is_exactly_once(
+#: An autoscaler that wants more than the job has as soon as any input flows (a target
+#: utilisation of 1 %), decides every second over a 6 s window, and may go from 2 to 3.
+EAGER = {
+    "job.autoscaler.enabled": "true",
+    "job.autoscaler.interval": "1 s",
+    "job.autoscaler.metrics.window": "6 s",
+    "job.autoscaler.stabilization.interval": "3 s",
+    "job.autoscaler.utilization.target": "0.01",
+    "job.autoscaler.utilization.min": "0.005",
+    "job.autoscaler.utilization.max": "0.02",
+    "job.autoscaler.vertex.min-parallelism": "2",
+    "job.autoscaler.vertex.max-parallelism": "3",
+    "job.autoscaler.scale-down.interval": "5 s",
+}
+
+
+def _rescales(job: CountingJob, job_id: str) -> list[dict[str, Any]]:
+    path = job.meta(job_id) / "rescales.json"
+    return json.loads(path.read_text())["rescales"] if path.exists() else []
+
+
+def _feeding(job: CountingJob, stop: threading.Event) -> threading.Thread:
+    def feed() -> None:
+        while not stop.wait(0.4):
+            job.add_file(40)
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_autoscaler_scales_a_loaded_job_up_in_place_then_down_when_idle_exactly_once(
     job: CountingJob,
 ) -> None:
-    for _ in range(3):
-        job.add_file()
+    job.env.write_conf({"state.backend.type": "rocksdb", **EAGER})
+    job.add_file()
     job_id = job.start()
-    job.wait(job_id, lambda: job.processed(job_id) == len(job.rows), "caught up")
-    assert job.state_partitions(job_id) == 2
     pid = job.status(job_id)["pid"]
+    stop = threading.Event()
+    feeder = _feeding(job, stop)
 
-    savepoint = _rescale(job.env, job_id, 3)
-    assert Path(savepoint, "_metadata").is_file()
-    for _ in range(3):  # input arriving while the job rescales
-        job.add_file()
-
-    def rescaled() -> bool:
+    def at(parallelism: int) -> bool:
         status = job.status(job_id)
         return (
             status["state"] == "RUNNING"
-            and status["parallelism"] == 3
-            and status["pid"] != pid
+            and status["parallelism"] == parallelism
             and not (job.meta(job_id) / "rescale.json").exists()
         )
 
-    job.wait(job_id, rescaled, "rescaled to 3")
-    job.wait(job_id, lambda: job.processed(job_id) == len(job.rows), "caught up again")
-    assert job.state_partitions(job_id) == 3
-    status = job.status(job_id)
-    assert status["restarts"] == 0  # a rescale is no failure
+    try:
+        job.wait(job_id, lambda: at(3), "scaled up to 3")
+    finally:
+        stop.set()
+        feeder.join()
+    assert job.status(job_id)["pid"] != pid, "a new driver, the same JobID"
+    up = [r for r in _rescales(job, job_id) if r["direction"] == "up"]
+    assert up[0]["from"] == 2 and up[0]["to"] == 3 and up[0]["outcome"] == "COMPLETED"
+    assert "Scale up" in up[0]["reason"] and up[0]["figures"]["queries"]
+    # Idle now: after scale-down.interval the job goes back to its minimum.
+    job.wait(job_id, lambda: at(2), "scaled down to 2 when idle", timeout=300)
+    down = [r for r in _rescales(job, job_id) if r["direction"] == "down"]
+    assert down and down[0]["outcome"] == "COMPLETED"
+    assert down[0]["time"] - up[0]["end-time"] >= 5000, "not within scale-down.interval"
+    job.wait(job_id, lambda: job.processed(job_id) == len(job.rows), "caught up")
+    assert job.state_partitions(job_id) == 2
+    assert job.status(job_id)["restarts"] == 0  # rescales are no failures
     history = [p.name for p in (job.meta(job_id) / "savepoints").iterdir()]
-    assert any(".RESCALE.COMPLETED." in name for name in history), history
+    assert sum(".RESCALE." in name for name in history) == 2, history
     job.assert_exactly_once()
+    job.env.run("cancel", job_id, check=True)
+
+
+def test_metrics_only_records_each_decision_and_never_rescales(job: CountingJob) -> None:
+    job.env.write_conf(
+        {"state.backend.type": "hashmap", **EAGER, "job.autoscaler.scaling.enabled": "false"}
+    )
+    job.add_file()
+    job_id = job.start()
+    stop = threading.Event()
+    feeder = _feeding(job, stop)
+    try:
+        job.wait(job_id, lambda: bool(_rescales(job, job_id)), "a decision recorded")
+    finally:
+        stop.set()
+        feeder.join()
+    [decision, *_] = _rescales(job, job_id)
+    assert (decision["from"], decision["to"]) == (2, 3)
+    assert decision["mode"] == "metrics-only" and decision["outcome"] == "NOT_APPLIED"
+    status = job.status(job_id)
+    assert status["parallelism"] == 2 and status["state"] == "RUNNING"
+    assert not (job.meta(job_id) / "rescale.json").exists()
     job.env.run("cancel", job_id, check=True)
 
 
