@@ -47,15 +47,15 @@ def _stamp(seconds: float) -> str:
 
 
 def _progress(batch: int, at: float) -> Progress:
-    busy = batch < 60  # behind until the scale-up, then catching up
+    busy = batch < 68  # behind until the scale-up (from batch 60, 40 s), then catching up
     return Progress(
         batch_id=batch,
         timestamp=_stamp(at),
         input_rows=500,
-        input_rows_per_second=100.0 + batch % 7,
+        input_rows_per_second=100.0 + (batch * 7) % 11,
         processed_rows_per_second=80.0 if busy else 150.0 + batch % 5,
         duration_ms=400,
-        lag=float(batch * 40 if busy else max(0, 2400 - (batch - 60) * 60)),
+        lag=float(batch * 40 if busy else max(0, 2720 - (batch - 68) * 60)),
     )
 
 

@@ -14,6 +14,9 @@
 window.flinkishAutoscaler = (() => {
   const { COLOURS, el, api, table, badge, fmtTime, fmtDuration, fmtNumber } = window.flinkishUi;
   const HEIGHT = 260;
+  const APPLIED = COLOURS[0]; // the parallelism's colour; not applied: red, hollow
+  const NOT_APPLIED = "#c3322b";
+  const LINES = COLOURS.filter((c) => c !== APPLIED && c !== NOT_APPLIED);
 
   async function history(jid) {
     return api(`flinkish/registry/jobs/${jid}/rescales`);
@@ -53,27 +56,27 @@ window.flinkishAutoscaler = (() => {
     const end = Math.max(...times);
     const parallelism = steps(data, start, end);
     const tables = [[parallelism.map((p) => p[0] / 1000), parallelism.map((p) => p[1])]];
-    const lines = [{ label: "parallelism", scale: "p", stroke: COLOURS[0], width: 2,
+    const lines = [{ label: "parallelism", scale: "p", stroke: APPLIED, width: 2,
       spanGaps: true, paths: uPlot.paths.stepped({ align: 1 }),
       value: (u, v) => (v === null || v === undefined ? "—" : String(v)) }];
-    let colour = 1;
+    let colour = 0;
     let backlog = false;
     for (const [query, points] of Object.entries(series.queries)) {
       const at = points.map((p) => p[index.time] / 1000);
-      const stroke = COLOURS[colour++ % COLOURS.length];
       tables.push([at, points.map((p) => p[index.input_rows_per_second])]);
-      lines.push({ label: `${query} in (rows/s)`, scale: "rate", stroke, width: 1.25,
-        spanGaps: true, value: (u, v) => fmtNumber(v) });
+      lines.push({ label: `${query} in (rows/s)`, scale: "rate", width: 1.25, spanGaps: true,
+        stroke: LINES[colour++ % LINES.length], value: (u, v) => fmtNumber(v) });
       const lag = points.map((p) => p[index.lag]);
       if (lag.some((v) => v !== null)) {
         backlog = true;
         tables.push([at, lag]);
-        lines.push({ label: `${query} backlog`, scale: "backlog", stroke, width: 1.25,
-          dash: [5, 4], spanGaps: true, value: (u, v) => fmtNumber(v) });
+        lines.push({ label: `${query} backlog`, scale: "backlog", width: 1.25, dash: [5, 4],
+          spanGaps: true, stroke: LINES[colour++ % LINES.length],
+          value: (u, v) => fmtNumber(v) });
       }
     }
-    const marks = [["rescaled", (r) => r.outcome === "COMPLETED", "#1b873f", "#1b873f"],
-      ["not rescaled", (r) => r.outcome !== "COMPLETED", "#fff", "#c3322b"]];
+    const marks = [["rescaled", (r) => r.outcome === "COMPLETED", APPLIED, APPLIED],
+      ["not rescaled", (r) => r.outcome !== "COMPLETED", "#fff", NOT_APPLIED]];
     for (const [label, chosen, fill, stroke] of marks) {
       const records = data.rescales.filter(chosen);
       if (!records.length) continue;
@@ -86,21 +89,25 @@ window.flinkishAutoscaler = (() => {
   }
 
   function makeChart(box, chart) {
+    const side = (scale, label, size) => ({ scale, label, side: 1, size, labelSize: 18,
+      grid: { show: false }, values: (u, ticks) => ticks.map(fmtNumber) });
     const axes = [{},
-      { scale: "p", size: 44, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500],
-        values: (u, ticks) => ticks.map(String) },
-      { scale: "rate", side: 1, size: 60, grid: { show: false },
-        values: (u, ticks) => ticks.map((v) => fmtNumber(v) + "/s") }];
-    if (chart.backlog) {
-      axes.push({ scale: "backlog", side: 1, size: 60, grid: { show: false },
-        values: (u, ticks) => ticks.map(fmtNumber) });
-    }
+      { scale: "p", label: "parallelism", labelSize: 18, size: 36,
+        incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500], values: (u, ticks) => ticks.map(String) },
+      side("rate", "rows/s", 52)];
+    if (chart.backlog) axes.push(side("backlog", "backlog", 52));
+    const fromZero = (u, min, max) => [0, max > 0 ? max * 1.1 : 1];
     const options = {
       width: Math.max(280, box.clientWidth - 16),
       height: HEIGHT,
       legend: { show: true },
       cursor: { drag: { x: true, y: false } },
-      scales: { x: { time: true }, p: { range: (u, min, max) => [0, Math.max(1, max) + 1] } },
+      scales: {
+        x: { time: true },
+        p: { range: (u, min, max) => [0, Math.max(1, max) + 1] },
+        rate: { range: fromZero },
+        backlog: { range: fromZero },
+      },
       axes,
       series: [{}, ...chart.series],
     };
@@ -122,7 +129,8 @@ window.flinkishAutoscaler = (() => {
       el("td", { class: "num" }, `${r.from} → ${r.to}`),
       el("td", {}, badge(r.outcome)),
       el("td", {}, r.mode),
-      el("td", { class: "num" }, r["end-time"] === null ? "—" : fmtDuration(r["end-time"] - r.time)),
+      el("td", { class: "num" },
+        r["end-time"] === null ? "—" : fmtDuration(r["end-time"] - r.time)),
       el("td", { class: "reason" }, r.reason)));
     return table([["Time"], ["Parallelism", "num"], ["Outcome"], ["Mode"], ["Took", "num"],
       ["Reason"]], rows, "No rescale decided yet: the job has kept its parallelism.");
