@@ -3,11 +3,13 @@
     python scripts/screenshots.py http://127.0.0.1:8081 <JobID> [docs/images [tab ...]]
 
 Writes dashboard-jobs.png (the job list) and dashboard-job-<tab>.png for each tab of the
-job's page (its job graph among them; given tabs, only those), 1366 pixels wide (a laptop's
-screen), as tall as the page. Needs Debian's chromium and chromium-driver and the 'test'
-extra (selenium). The README's pictures come from a real job (Spark's rate source into a
-running count, with a savepoint taken; the graph's from tests/fixtures/jobs/
-clicks_and_windows.py: a stream-stream join and a windowed count, with a 2 s trigger).
+job's page (its job graph among them; given tabs, only those, the Autoscaler tab only when
+asked for), 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's
+chromium and chromium-driver and the 'test' extra (selenium). The README's pictures come
+from a real job (Spark's rate source into a running count, with a savepoint taken; the
+graph's from tests/fixtures/jobs/clicks_and_windows.py: a stream-stream join and a windowed
+count, with a 2 s trigger), the Autoscaler tab's from the registry that
+tests/web/test_autoscaler_tab.py writes.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def main(url: str, job_id: str, out: Path, tabs: tuple[str, ...] = TABS) -> None
         for tab in tabs:
             driver.get(f"{url}/#/job/{job_id}/{tab}")
             wait.until(ec.text_to_be_present_in_element((By.ID, "refreshed"), "updated"))
-            if tab == "overview":
+            if tab in ("overview", "autoscaler"):
                 wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".uplot")))
             if tab == "graph":
                 wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg.graph")))

@@ -31,6 +31,10 @@ of Flink's).
   a store (or one key's rows), as ``state show --output json``: each read runs in a child
   process (the server never starts a JVM itself), one at a time per job, cached until the job
   commits another batch (:mod:`flinkish_cli.client.state_reads`).
+- ``GET /flinkish/registry/jobs/:jobid/rescales`` (served by :mod:`flinkish_cli.web.rescales`)
+  the autoscaler's rescale history as the registry holds it: the Autoscaler tab, shown once
+  it has evaluated the job, charts the job's parallelism from its records over the series'
+  input rate and backlog, and lists the records and the latest evaluation.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@
   driver restarted at the new parallelism). 200 once the old driver has stopped with its
   savepoint; the rescale then goes on, and the history says how it ended.
 - ``GET /flinkish/registry/jobs/:jobid/rescales``: the history as the registry holds it, for
-  flinkish's CLI through the endpoint (``list --output json``).
+  flinkish's CLI through the endpoint (``list --output json``) and the dashboard's
+  Autoscaler tab.
 - ``GET /jobs/:jobid/rescales/history``, ``/overview``, ``/summary`` and
   ``/details/:rescaleuuid``: Flink 2.3's rescale history (FLIP-495), one entry per record
   of :mod:`flinkish_cli.registry.rescales`, with flinkish's own fields (from, to, the

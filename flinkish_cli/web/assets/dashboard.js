@@ -2,9 +2,10 @@
 // REST API (Flink's paths, and flinkish's own under /flinkish/), refreshed every
 // refresh-interval (GET /config). Views: #/overview (the job list) and
 // #/job/<JobID>/<tab> (overview with charts, the job graph, checkpoints with each query's
-// size on storage, savepoints, exceptions, configuration, state). Its small pieces are
-// ui.js's, the graph's drawing graph.js's, the State tab state.js's. Text from jobs is only
-// ever set as text (never as HTML).
+// size on storage, savepoints, exceptions, configuration, state, and the autoscaler's
+// rescales once it has evaluated the job). Its small pieces are ui.js's, the graph's drawing
+// graph.js's, the State tab state.js's, the Autoscaler tab autoscaler.js's. Text from jobs
+// is only ever set as text (never as HTML).
 "use strict";
 
 (() => {
@@ -140,12 +141,16 @@
     const tabs = el("nav", { class: "tabs" }, TABS.map(([id, label]) =>
       el("a", { href: `#/job/${jid}/${id}`, class: id === tab ? "active" : null, id: "tab-" + id },
         label)));
+    const autoscalerTab = tabs.querySelector("#tab-autoscaler");
+    autoscalerTab.hidden = tab !== "autoscaler";
     show(el("p", {}, el("a", { href: "#/overview" }, "← All jobs")), header, notice, tabs, body);
     let charts = null;
     if (tab === "overview") {
       charts = chartsPanel(jid);
     } else if (tab === "state") {
       charts = window.flinkishState.panel(jid);
+    } else if (tab === "autoscaler") {
+      charts = window.flinkishAutoscaler.panel(jid);
     }
     const jobQueries = el("div", {});
     if (charts) body.append(charts.root, ...(tab === "overview" ? [jobQueries] : []));
@@ -355,6 +360,9 @@
     async function refresh() {
       const job = await api(`jobs/${jid}`);
       renderHeader(job);
+      if (autoscalerTab.hidden) {
+        autoscalerTab.hidden = !(await window.flinkishAutoscaler.evaluated(jid));
+      }
       if (charts) await charts.refresh();
       else await renderers[tab]();
     }

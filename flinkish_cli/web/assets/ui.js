@@ -12,6 +12,7 @@ window.flinkishUi = (() => {
     ["exceptions", "Exceptions"],
     ["configuration", "Configuration"],
     ["state", "State"],
+    ["autoscaler", "Autoscaler"], // shown once the autoscaler has evaluated the job
   ];
   const TERMINAL = new Set(["FINISHED", "CANCELED", "FAILED"]);
   const COLOURS = ["#2f6fdb", "#e8710a", "#1b873f", "#c3322b", "#8e44ad", "#8c564b", "#0097a7"];
