@@ -331,7 +331,8 @@ class Supervisor:
     def _replan(self, parallelism: int, savepoint: str, rescale: str) -> None:
         """The next drivers run at ``parallelism``, their queries' state repartitioned in
         place (from ``savepoint`` where needed): the plan, Spark's partitions and a local
-        master's threads, as ``run -p`` sets them."""
+        master's threads, as ``run -p`` sets them, and on a standalone cluster the cores the
+        job's executors take (``spark.cores.max``)."""
         from flinkish_cli.config import Configuration
         from flinkish_cli.config.mappings import local_master
         from flinkish_cli.config.mappings import parallelism as partitions
@@ -347,11 +348,18 @@ class Supervisor:
         for key, value in partitions(parallelism, config).items():
             if key in values:
                 text = replace_property(text, key, value)
-        self.properties = text
         argv = self.spec.argv
         for index, word in enumerate(argv[:-1]):
             if word == "--master" and argv[index + 1].startswith("local["):
                 argv[index + 1] = local_master(config)
+            if word == "--master" and argv[index + 1].startswith("spark://"):
+                # a standalone cluster's executors get as many cores as the parallelism
+                cores = str(max(parallelism, int(config.get("taskmanager.numberOfTaskSlots"))))
+                if "spark.cores.max" in values:
+                    text = replace_property(text, "spark.cores.max", cores)
+                else:
+                    text = text.rstrip("\n") + f"\nspark.cores.max={cores}\n"
+        self.properties = text
 
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, cause: str) -> float | None:

@@ -96,3 +96,30 @@ def test_a_pyspark_program_that_mentions_pyflink_is_not_refused() -> None:
     assert pyflink_import(source) is None
     assert pyflink_import("import pyflinkish\nfrom .pyflink import x\n") is None
     assert pyflink_import("import os, pyflink.table as t\n") == ("pyflink.table", 1)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "state.backend.type is 'hashmap'"),
+        (["-D", "job.autoscaler.utilization.target=1.5"], "job.autoscaler.utilization.target"),
+        (
+            ["-D", "job.autoscaler.vertex.min-parallelism=8",
+             "-D", "job.autoscaler.vertex.max-parallelism=4"],
+            "job.autoscaler.vertex.max-parallelism",
+        ),
+    ],
+)  # fmt: skip
+def test_an_autoscaler_that_could_not_work_is_refused_before_anything_starts(
+    flinkish_env: FlinkishEnv, flags: list[str], message: str
+) -> None:
+    """Scaling needs RocksDB (Spark repartitions state offline only there), and the
+    autoscaler's keys must be consistent: one message with the advice, nothing started."""
+    (flinkish_env.root / "job.py").write_text("print('hi')\n")
+    result = flinkish_env.run(
+        "run", "-D", "job.autoscaler.enabled=true", *flags, "job.py", check=False
+    )
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len([line for line in result.stderr.splitlines() if "ERROR" in line]) == 1
+    assert not flinkish_env.checkpoints.exists() or not any(flinkish_env.checkpoints.iterdir())

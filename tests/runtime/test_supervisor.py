@@ -1,8 +1,18 @@
-"""The supervisor's parts that need no Spark: what a dead driver's exit means."""
+"""The supervisor's parts that need no Spark: what a dead driver's exit means, and what it
+does with the rescale a driver handed over (:mod:`flinkish_cli.registry.rescale_marker`)."""
 
 from __future__ import annotations
 
-from flinkish_cli.runtime.supervisor import DriverExit
+from pathlib import Path
+
+from flinkish_cli.config import Configuration
+from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan
+from flinkish_cli.plan.rundir import parse_properties, properties_text
+from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, write_marker
+from flinkish_cli.registry.status import JobState, JobStatus
+from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.runtime.restart import EXIT_RESCALE
+from flinkish_cli.runtime.supervisor import DriverExit, Supervisor, SupervisorSpec
 
 
 def test_causes_name_what_died() -> None:
@@ -13,3 +23,83 @@ def test_causes_name_what_died() -> None:
     assert "status 3" in DriverExit(3, True).cause()
     client = DriverExit(-9, True, client=True).cause()
     assert client == "The job's client process was killed by signal 9 (SIGKILL)."
+
+
+# -- in-place rescales: what the supervisor does with the marker a driver left ----------------
+JOB = "ab" * 16
+
+
+def _supervisor(tmp_path: Path, master: str = "local[2]") -> Supervisor:
+    registry = JobRegistry.open(str(tmp_path / "checkpoints"))
+    registry.write(JobStatus(job_id=JOB, name="job", state=JobState.RUNNING, parallelism=2))
+    plan = JobPlan(
+        job_id=JOB, name="job", entry=Entry("file", "/x/job.py"),
+        checkpoint_root=str(tmp_path / "checkpoints"),
+        flink_conf={"parallelism.default": "2", "taskmanager.numberOfTaskSlots": "1"},
+        master=master, parallelism=2,
+    )  # fmt: skip
+    properties = properties_text(
+        {
+            PLAN_CONF_KEY: plan.encode(),
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+        }
+    )
+    spec = SupervisorSpec(
+        argv=["spark-submit", "--master", master, "driver.py"], env={}, job_id=JOB,
+        checkpoint_root=str(tmp_path / "checkpoints"), log_path=str(tmp_path / "job.log"),
+    )  # fmt: skip
+    return Supervisor(tmp_path, spec, properties, registry, Configuration.from_flat({}))
+
+
+def _planned(supervisor: Supervisor) -> tuple[JobPlan, dict[str, str]]:
+    values = parse_properties(supervisor.properties)
+    return JobPlan.decode(values[PLAN_CONF_KEY]), values
+
+
+def test_a_handed_over_rescale_starts_the_next_driver_at_the_new_parallelism(
+    tmp_path: Path,
+) -> None:
+    supervisor = _supervisor(tmp_path)
+    write_marker(supervisor.registry, JOB, RescaleMarker("r1", 2, 3, "/sp/savepoint-x"))
+    assert supervisor._rescaling(DriverExit(EXIT_RESCALE, True))
+    plan, values = _planned(supervisor)
+    assert plan.parallelism == 3 and plan.flink_conf["parallelism.default"] == "3"
+    assert plan.restore is not None and plan.restore.rescale == "r1"
+    assert plan.restore.source == "/sp/savepoint-x"
+    assert values["spark.sql.shuffle.partitions"] == values["spark.default.parallelism"] == "3"
+    assert supervisor.spec.argv[2] == "local[3]"
+    marker = read_marker(supervisor.registry, JOB)
+    assert marker is not None and marker.stage == "RESTARTED"
+    assert supervisor.registry.get(JOB).state is JobState.RESTARTING
+
+    # The driver at 3 died before the rescale completed: back to 2, from the same state.
+    assert supervisor._rescaling(DriverExit(-9, True))
+    plan, values = _planned(supervisor)
+    assert plan.parallelism == 2 and values["spark.sql.shuffle.partitions"] == "2"
+    assert plan.restore is not None and plan.restore.rescale == "r1"
+    assert supervisor.spec.argv[2] == "local[2]"
+    marker = read_marker(supervisor.registry, JOB)
+    assert marker is not None and marker.stage == "ROLLING_BACK"
+    # A rollback that dies is a failure as any other: the restart strategy decides.
+    assert not supervisor._rescaling(DriverExit(-9, True))
+
+
+def test_a_standalone_jobs_executors_take_as_many_cores_as_its_parallelism(
+    tmp_path: Path,
+) -> None:
+    supervisor = _supervisor(tmp_path, "spark://127.0.0.1:7077")
+    write_marker(supervisor.registry, JOB, RescaleMarker("r2", 2, 4, "/sp/savepoint-y"))
+    assert supervisor._rescaling(DriverExit(EXIT_RESCALE, True))
+    _, values = _planned(supervisor)
+    assert values["spark.cores.max"] == "4"
+    assert supervisor.spec.argv[2] == "spark://127.0.0.1:7077"
+
+
+def test_no_marker_means_no_rescale(tmp_path: Path) -> None:
+    supervisor = _supervisor(tmp_path)
+    before = supervisor.properties
+    assert not supervisor._rescaling(DriverExit(-9, True)), "a failure: the strategy decides"
+    # A driver that ended for a rescale whose savepoint failed restarts as it was.
+    assert supervisor._rescaling(DriverExit(EXIT_RESCALE, True))
+    assert supervisor.properties == before

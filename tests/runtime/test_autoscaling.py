@@ -1,0 +1,95 @@
+"""The autoscaler inside a driver, at its seam (no Spark): it reads the job's series from a
+real registry, decides, records in the rescale history and hands a decision to apply to the
+job, or records it NOT_APPLIED (metrics-only, or a job that cannot be rescaled in place).
+The figures are a synthetic query's (``tests/autoscaler/load.py``) that needs more slots
+than it has."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from flinkish_cli.registry import series as series_file
+from flinkish_cli.registry.rescale_marker import RescaleMarker, write_marker
+from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
+from flinkish_cli.registry.status import JobState, JobStatus, QueryStatus
+from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.runtime.autoscaling import Autoscaler
+from tests.autoscaler.load import batches, settings
+
+JOB = "cd" * 16
+NOW = 2_000_000_000.0
+#: Two slots, every 10 s a batch of 1000 rows that takes 9.5 s: 95 % busy, it wants more.
+BUSY = batches(NOW - 1200, NOW, 10.0, 1000, 9.5)
+SHORT = settings(
+    enabled=True, metrics_window=600.0, stabilization_interval=60.0, utilization_max=0.8
+)
+
+
+class Job:
+    """What the autoscaler asks of the job's runtime: its status, whether it can be
+    rescaled in place, and the rescale to start."""
+
+    def __init__(self, tmp_path: Path, refusal: str | None = None) -> None:
+        self.registry = JobRegistry.open(str(tmp_path))
+        query = QueryStatus(name="q", checkpoint=f"{tmp_path}/{JOB}/q", active=True)
+        query.trigger_ms = 10_000
+        self.status = JobStatus(job_id=JOB, name="j", state=JobState.RUNNING, parallelism=2)
+        self.status.queries = {"q": query}
+        self.registry.write(self.status)
+        series_file.write(self.registry, JOB, series_file.Series(queries={"q": BUSY}))
+        self.refusal = refusal
+        self.applied: list[RescaleRecord] = []
+
+    def autoscaler(self, **changes: object) -> Autoscaler:
+        return Autoscaler(
+            dataclasses.replace(SHORT, **changes),  # type: ignore[arg-type]
+            self.registry, JOB, 2, lambda: self.status, lambda n: self.refusal,
+            self.applied.append, run_start=NOW - 1200,
+        )  # fmt: skip
+
+    def history(self) -> RescaleHistory:
+        return RescaleHistory.read(self.registry, JOB)
+
+
+def test_a_busy_job_is_handed_a_scale_up_once(tmp_path: Path) -> None:
+    job = Job(tmp_path)
+    scaler = job.autoscaler()
+    decision = scaler.evaluate(NOW)
+    assert decision is not None and decision.direction == "up" and decision.target > 2
+    [record] = job.applied
+    assert record.outcome is Outcome.PENDING and record.mode == "scaling"
+    history = job.history()
+    assert history.latest is not None and history.latest["target"] == decision.target
+    assert [r.id for r in history.rescales] == [record.id]
+    assert scaler.evaluate(NOW + 10) is None, "nothing more while the rescale is handed over"
+    scaler.not_applied()
+    assert scaler.evaluate(NOW + 20) is not None, "a rescale that did not start frees it"
+
+
+def test_metrics_only_records_the_decision_and_applies_nothing(tmp_path: Path) -> None:
+    job = Job(tmp_path)
+    decision = job.autoscaler(scaling_enabled=False).evaluate(NOW)
+    assert decision is not None and decision.changes
+    [record] = job.history().rescales
+    assert (record.mode, record.outcome) == ("metrics-only", Outcome.NOT_APPLIED)
+    assert record.end_time == record.time and job.applied == []
+
+
+def test_a_job_that_cannot_be_rescaled_in_place_says_why(tmp_path: Path) -> None:
+    job = Job(tmp_path, refusal="a session cluster job (Spark Connect) cannot be rescaled")
+    job.autoscaler().evaluate(NOW)
+    [record] = job.history().rescales
+    assert record.outcome is Outcome.NOT_APPLIED and job.applied == []
+    assert record.reason.endswith(
+        "Not applied: a session cluster job (Spark Connect) cannot be rescaled."
+    )
+
+
+def test_nothing_is_evaluated_during_a_rescale_or_when_not_running(tmp_path: Path) -> None:
+    job = Job(tmp_path)
+    write_marker(job.registry, JOB, RescaleMarker("r", 2, 3, "/sp"))
+    assert job.autoscaler().evaluate(NOW) is None
+    job.status.state = JobState.RESTARTING
+    assert job.autoscaler().evaluate(NOW) is None
+    assert job.history().rescales == [] and job.applied == []
