@@ -31,7 +31,8 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.counting_input import CountingInput
+from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of
 from tests.fixtures.savepoint_files import assert_whole, tree
 from tests.fixtures.sink_log import committed_rows, complete_batches, final_counts
 
@@ -52,26 +53,11 @@ SAVEPOINT_KILLS = int(os.environ.get("FLINKISH_SOAK_ROUNDS", "1"))
 SEED = int(os.environ.get("FLINKISH_SOAK_SEED", "20261125"))
 
 
-class Job:
+class Job(CountingInput):
     """The input (with its ground truth) and output of one test's job."""
 
     def __init__(self, env: FlinkishEnv) -> None:
-        self.env = env
-        self.inputs = env.root / "in"
-        self.output = env.root / "out"
-        self.rows: list[dict[str, Any]] = []
-        self.rng = random.Random(20261123)
-        self._lock = threading.Lock()
-
-    def add_file(self, rows: int = 5) -> None:
-        with self._lock:
-            start = len(self.rows)
-            batch = [
-                {"key": self.rng.choice(KEYS), "value": 1, "seq": seq}
-                for seq in range(start, start + rows)
-            ]
-            write_events(self.inputs, batch)
-            self.rows += batch
+        super().__init__(env, KEYS, 20261123)
 
     def args(self) -> list[str]:
         return [

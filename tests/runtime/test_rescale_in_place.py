@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import json
-import random
 import threading
 import time
 from pathlib import Path
@@ -25,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of, write_events
+from tests.fixtures.counting_input import CountingInput
+from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of
 from tests.fixtures.sink_log import committed_rows, final_counts
 
 pytestmark = pytest.mark.spark
@@ -33,24 +33,11 @@ pytestmark = pytest.mark.spark
 KEYS = [f"k{i}" for i in range(7)]
 
 
-class CountingJob:
+class CountingJob(CountingInput):
     """The job's input (and its ground truth), output and registry files."""
 
     def __init__(self, env: FlinkishEnv) -> None:
-        self.env = env
-        self.inputs = env.root / "in"
-        self.output = env.root / "out"
-        self.rows: list[dict[str, Any]] = []
-        self.rng = random.Random(20261125)
-
-    def add_file(self, rows: int = 6) -> None:
-        start = len(self.rows)
-        batch = [
-            {"key": self.rng.choice(KEYS), "value": 1, "seq": seq}
-            for seq in range(start, start + rows)
-        ]
-        write_events(self.inputs, batch)
-        self.rows += batch
+        super().__init__(env, KEYS, 20261125)
 
     def start(self, *flags: str, env: dict[str, str] | None = None) -> str:
         result = self.env.run(
