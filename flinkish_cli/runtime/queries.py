@@ -26,6 +26,7 @@ from flinkish_cli.registry.status import JobState, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
+from flinkish_cli.runtime.file_backlog import FileBacklog
 from flinkish_cli.runtime.flavour import CONNECT, Flavour
 from flinkish_cli.runtime.graphs import GraphRecorder
 from flinkish_cli.runtime.identity import QueryIdentity
@@ -72,6 +73,7 @@ class JobQueries:
         #: driver measures (:mod:`~flinkish_cli.runtime.footprints`)
         self._footprints: dict[str, Any] = {}
         self.graphs = GraphRecorder(registry, plan.job_id, flavour, self.checkpoint_storage)
+        self.backlog = FileBacklog(self._open_storage)  # a file source's lag
 
     @property
     def _entries(self) -> dict[str, QueryStatus]:
@@ -150,6 +152,11 @@ class JobQueries:
             return open_storage(path, self.settings), path
         except Exception:  # a scheme flinkish cannot list: the checkpoint is still measured
             return None
+
+    def _open_storage(self, path: str) -> Any:
+        from flinkish_cli.storage import open_storage
+
+        return open_storage(path, self.settings)
 
     def checkpoint_storage(self, identity: str) -> tuple[Any, str] | None:
         """The storage and directory of a query's checkpoint, once it has started."""
@@ -265,7 +272,11 @@ class JobQueries:
             entry = self._entries.get(name) if name else None
             if entry is None:
                 return
-            done = Progress.from_spark(progress)
+            checkpoint = entry.checkpoint
+        done = Progress.from_spark(progress)
+        if done.lag is None:  # Spark's file source tells none: measured here, off the lock
+            done.lag = self.backlog.of(checkpoint, progress)
+        with self.keeper.lock:
             entry.record(done)
             entry.figures = BatchFigures.from_spark(progress)
         self.graphs.progressed(str(name), progress)
