@@ -149,7 +149,12 @@ class JobRestorer:
             current = snapshot_query(target, checkpoint, query.identity, False).manifest
         batch = current.last_committed_batch
         self.restored[query.identity] = -1 if batch is None else batch
-        if self._rescale(query, current, checkpoint, spark, repartition):
+        if not current.stateful:  # no state: only the partitions its offset log recorded
+            from flinkish_cli.savepoints.restore import set_stateless_partitions
+
+            if set_stateless_partitions(target, checkpoint, partitions):
+                log.info("%s: %s shuffle partitions from now on.", query.label(), partitions)
+        elif self._rescale(query, current, checkpoint, spark, repartition):
             faults.inject("rescale-repartitioned", 0 if stage is None else 1)
         self._mark(query.identity, f"done {partitions}")
 

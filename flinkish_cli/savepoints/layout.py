@@ -154,6 +154,18 @@ def parse_offsets(batch_id: int, text: str, where: str | None = None) -> OffsetL
     )
 
 
+def with_shuffle_partitions(text: str, partitions: int) -> str:
+    """An offset log file's ``text`` with its SQL settings' shuffle partitions set to
+    ``partitions`` (what a restarted query plans its exchanges with); the rest unchanged.
+    :class:`SavepointError` when it is not an offset log file."""
+    parse_offsets(0, text)
+    lines = text.split("\n")
+    metadata = json.loads(lines[1])
+    metadata.setdefault("conf", {})["spark.sql.shuffle.partitions"] = str(partitions)
+    lines[1] = json.dumps(metadata, separators=(",", ":"))
+    return "\n".join(lines)
+
+
 def check_commit(text: str, where: str) -> None:
     """A commit log file (``commits/<N>``): a version line and a JSON object."""
     lines = text.splitlines()

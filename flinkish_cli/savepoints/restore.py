@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError
+from flinkish_cli.savepoints import layout
 from flinkish_cli.savepoints.integrity import (
     DamagedFileError,
     digest_files,
@@ -338,6 +339,29 @@ def restore_query(
         log.info("Leaving out the state of operators %s of query '%s' (-n).", leave_out, name)
     stats = source_storage.copy_tree(source.query_dir(name), target, target_dir, files=files)
     log.info("Restored query '%s' at batch %s: %s", name, query.last_committed_batch, stats)
+    return True
+
+
+def set_stateless_partitions(storage: Storage, checkpoint: str, partitions: int) -> bool:
+    """Give a stopped *stateless* query ``partitions`` shuffle partitions: Spark plans a
+    restarted query's exchanges with the partitions its offset log recorded, so its latest
+    entry's setting is rewritten (a new file, never the one a savepoint may share through a
+    hard link; its ``.crc`` beside it goes, as Hadoop then reads it unchecked). True when it
+    changed; nothing to do for a query without an offset log."""
+    from flinkish_cli.storage import join
+
+    offsets = join(checkpoint, "offsets")
+    batches = (
+        layout.numbered([i.name for i in storage.list(offsets)]) if storage.exists(offsets) else []
+    )
+    if not batches:
+        return False
+    path = join(offsets, str(batches[-1]))
+    text = storage.read_text(path)
+    if layout.parse_offsets(batches[-1], text).shuffle_partitions == partitions:
+        return False
+    storage.write_text(path, layout.with_shuffle_partitions(text, partitions))
+    storage.delete(join(offsets, f".{batches[-1]}.crc"))
     return True
 
 

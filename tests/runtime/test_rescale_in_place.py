@@ -54,9 +54,9 @@ class CountingJob(CountingInput):
     def status(self, job_id: str) -> dict[str, Any]:
         return json.loads((self.meta(job_id) / "status.json").read_text())
 
-    def state_partitions(self, job_id: str) -> int:
-        """The shuffle (state) partitions Spark's offset log records for ``counts`` now."""
-        offsets = self.env.checkpoints / job_id / "counts" / "offsets"
+    def state_partitions(self, job_id: str, query: str = "counts") -> int:
+        """The shuffle (state) partitions Spark's offset log records for ``query`` now."""
+        offsets = self.env.checkpoints / job_id / query / "offsets"
         latest = max(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
         metadata = json.loads((offsets / str(latest)).read_text().splitlines()[1])
         return int(metadata["conf"]["spark.sql.shuffle.partitions"])
@@ -153,6 +153,7 @@ def test_the_autoscaler_scales_a_loaded_job_up_in_place_then_down_when_idle_exac
         stop.set()
         feeder.join()
     assert job.status(job_id)["pid"] != pid, "a new driver, the same JobID"
+    assert job.state_partitions(job_id) == job.state_partitions(job_id, "raw") == 3
     up = [r for r in _rescales(job, job_id) if r["direction"] == "up"]
     assert up[0]["from"] == 2 and up[0]["to"] == 3 and up[0]["outcome"] == "COMPLETED"
     assert "Scale up" in up[0]["reason"] and up[0]["figures"]["queries"]
@@ -163,6 +164,7 @@ def test_the_autoscaler_scales_a_loaded_job_up_in_place_then_down_when_idle_exac
     assert down[0]["time"] - up[0]["end-time"] >= 5000, "not within scale-down.interval"
     job.wait(job_id, job.caught_up, "caught up")
     assert job.state_partitions(job_id) == 2
+    assert job.state_partitions(job_id, "raw") == 2, "the stateless query's exchanges too"
     assert job.status(job_id)["restarts"] == 0  # rescales are no failures
     history = [p.name for p in (job.meta(job_id) / "savepoints").iterdir()]
     assert sum(".RESCALE." in name for name in history) == 2, history

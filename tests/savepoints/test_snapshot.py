@@ -143,3 +143,32 @@ def test_a_restore_leaves_out_the_operators_n_skips(tmp_path: Path) -> None:
     assert not (tmp_path / "without-1" / "state" / "1").exists()
     assert (tmp_path / "without-1" / "state" / "0" / "0" / "1.zip").is_file()
     assert (tmp_path / "without-1" / "commits" / "1").is_file()
+
+
+def test_a_stateless_querys_partitions_are_rewritten_in_a_new_file(tmp_path: Path) -> None:
+    """What an in-place rescale does to a query without state: its latest offset log entry
+    says the new partitions, the rest of it unchanged; a savepoint sharing the old file
+    through a hard link keeps its own; the checksum beside it goes."""
+    from flinkish_cli.savepoints.layout import parse_offsets
+    from flinkish_cli.savepoints.restore import set_stateless_partitions
+    from flinkish_cli.storage import open_storage
+
+    offsets = tmp_path / "cp" / "offsets"
+    offsets.mkdir(parents=True)
+    metadata = (
+        '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{"spark.sql.shuffle.partitions":"2"}}'
+    )
+    text = f'v1\n{metadata}\n{{"logOffset":4}}'
+    (offsets / "3").write_text("v1\n" + metadata + '\n{"logOffset":3}')
+    (offsets / "4").write_text(text)
+    (offsets / ".4.crc").write_bytes(b"crc")
+    saved = tmp_path / "savepoint-4"
+    saved.hardlink_to(offsets / "4")
+    storage = open_storage(str(tmp_path), None)
+    assert set_stateless_partitions(storage, str(tmp_path / "cp"), 5)
+    entry = parse_offsets(4, (offsets / "4").read_text())
+    assert entry.shuffle_partitions == 5 and entry.sources == [{"logOffset": 4}]
+    assert parse_offsets(3, (offsets / "3").read_text()).shuffle_partitions == 2
+    assert saved.read_text() == text and not (offsets / ".4.crc").exists()
+    assert not set_stateless_partitions(storage, str(tmp_path / "cp"), 5), "already so"
+    assert not set_stateless_partitions(storage, str(tmp_path / "none"), 5)
