@@ -242,6 +242,15 @@ class AutoscaleResult:
             "most_at_once": self.most_at_once,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AutoscaleResult:
+        """A result :meth:`to_json` wrote (``--json``), to report again (``--report``)."""
+        runs = {}
+        for name, run in data["runs"].items():
+            samples = [Sample(**s) for s in run.pop("samples")]
+            runs[name] = RunResult(**{**run, "samples": samples})
+        return cls(AutoscaleParams(**data["params"]), runs, data["requests"], data["most_at_once"])
+
 
 # -- one run ----------------------------------------------------------------------------------
 class Run:
@@ -715,7 +724,7 @@ def run(workspace: Workspace, params: AutoscaleParams) -> Any:
             "with BENCH_AUTOSCALE=1, or on its own with scripts/autoscale."
         )
         return section
-    result = Autoscale(workspace, params, say=lambda line: print(line, file=sys.stderr)).run()
+    result = Autoscale(workspace, params, say=_progress).run()
     return section_of(result, section)
 
 
@@ -761,6 +770,10 @@ def section_of(result: AutoscaleResult, section: Any) -> Any:
     return section
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # stdout is the report's
+
+
 def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -785,9 +798,15 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", help="also write the result as JSON to this file")
     parser.add_argument(
+        "--report", metavar="JSON", help="no run: report the result a --json run wrote"
+    )
+    parser.add_argument(
         "--docs", action="store_true", help="write the report into docs/benchmarks.md"
     )
     args = parser.parse_args(argv)
+    if args.report:
+        result = AutoscaleResult.from_json(json.loads(Path(args.report).read_text()))
+        return _reported(result, args.docs)
     signal.signal(signal.SIGTERM, _interrupted)  # stop what was started, as on Ctrl-C
     root = Path(args.dir)
     if root.exists():
@@ -800,16 +819,20 @@ def main(argv: list[str] | None = None) -> int:
             setattr(params, name, getattr(args, name))
     params.concurrent = args.concurrent
     try:
-        result = Autoscale(Workspace(root), params).run()
+        result = Autoscale(Workspace(root), params, say=_progress).run()
     except KeyboardInterrupt:
         print("autoscale: interrupted; what it started is stopped.", file=sys.stderr)
         return 130
-    text = report(result)
-    print(text)
-    if args.docs:
-        write_docs(f"{describe(params)}\n\n{text}")
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
+    return _reported(result, args.docs)
+
+
+def _reported(result: AutoscaleResult, docs: bool) -> int:
+    text = report(result)
+    print(text)
+    if docs:
+        write_docs(f"{describe(result.params)}\n\n{text}")
     return 0 if all(r.exactly_once.startswith("yes") for r in result.runs.values()) else 1
 
 

@@ -61,6 +61,14 @@ def test_the_figures_of_a_run_that_caught_up() -> None:
     assert f.slot_share == pytest.approx(610 / 960)
 
 
+def test_a_result_written_as_json_reports_the_same_again() -> None:
+    import json
+
+    result = _result()
+    again = AutoscaleResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert report(again) == report(result)
+
+
 def test_slot_seconds_hold_each_samples_parallelism_until_the_next() -> None:
     samples = [Sample(0, 1, 0, 0), Sample(10, 3, 0, 0), Sample(25, 2, 0, 0)]
     assert slot_seconds(samples, 30) == 10 + 45 + 10
