@@ -585,7 +585,13 @@ def goals(result: AutoscaleResult, f: Figures) -> list[tuple[str, str, bool]]:
 def describe(params: AutoscaleParams) -> str:
     keys = ", ".join(f"{k} {v}" for k, v in params.autoscaler.items())
     how = "at once" if params.concurrent else "one after the other"
-    return (
+    quick = (
+        "A quick run (`scripts/autoscale --quick`): a smoke test with phases and windows "
+        "shorter than the issue's 10 minutes each; `scripts/autoscale` runs those. "
+        if params.high < 600
+        else ""
+    )
+    return quick + (
         f"Schedule: {params.rate:g} rows/s for {fmt_seconds(params.low)}, "
         f"{params.rate * params.factor:g} rows/s for {fmt_seconds(params.high)}, "
         f"{params.rate:g} rows/s for {fmt_seconds(params.low_after)} (a file a second). Each "
