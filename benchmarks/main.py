@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import (
+    autoscale,
     backlog,
     cds,
     cli_latency,
@@ -35,7 +36,17 @@ from benchmarks import (
 from benchmarks.harness import REPO, S3Server, Workspace, s3_server
 from benchmarks.report import Results, Section, validate, write_json, write_markdown
 
-SECTIONS = ("cli", "backlog", "streaming", "lifecycle", "profiling", "session", "cds", "flink")
+SECTIONS = (
+    "cli",
+    "backlog",
+    "streaming",
+    "lifecycle",
+    "profiling",
+    "session",
+    "cds",
+    "flink",
+    "autoscale",
+)
 #: The order of the report (SECTIONS is the order of the run: section 8 needs section 6's
 #: figures).
 REPORT_ORDER = (
@@ -47,6 +58,7 @@ REPORT_ORDER = (
     "session",
     "cds",
     "flink",
+    "autoscale",
 )
 QUICK_OUTPUT = Path(tempfile.gettempdir()) / "flinkish-bench-quick"
 
@@ -79,6 +91,7 @@ def parameters(quick: bool) -> dict[str, Any]:
             ),
             "cds": cds.CdsParams(reps=1, enabled=optional("BENCH_CDS", quick)),
             "flink": flink.FlinkParams(reps=1, enabled=optional("BENCH_FLINK", quick)),
+            "autoscale": autoscale.AutoscaleParams.quick(enabled=wanted("BENCH_AUTOSCALE")),
         }
     return {
         "backlog": backlog.BacklogParams(
@@ -103,6 +116,7 @@ def parameters(quick: bool) -> dict[str, Any]:
         ),
         "cds": cds.CdsParams(reps=3, enabled=optional("BENCH_CDS", quick)),
         "flink": flink.FlinkParams(reps=5, enabled=optional("BENCH_FLINK", quick)),
+        "autoscale": autoscale.AutoscaleParams(enabled=wanted("BENCH_AUTOSCALE")),
     }
 
 
@@ -111,6 +125,12 @@ def optional(variable: str, quick: bool) -> bool:
     only with ``VARIABLE=1`` (so CI's quick run never installs Apache Flink)."""
     value = os.environ.get(variable, "").strip()
     return value == "1" if quick else value != "0"
+
+
+def wanted(variable: str) -> bool:
+    """Whether a section off by default runs: only with ``VARIABLE=1``, in a full run as in
+    a quick one (section 10, the autoscaler's, takes about half an hour)."""
+    return os.environ.get(variable, "").strip() == "1"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -258,6 +278,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "flink",
                 flink.TITLE,
                 lambda: flink.run(workspace, params["flink"], session_figures),
+            )
+            attempt(
+                "autoscale",
+                autoscale.TITLE,
+                lambda: autoscale.run(workspace, params["autoscale"]),
             )
     finally:
         if not args.keep and args.workdir is None:

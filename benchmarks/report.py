@@ -318,14 +318,19 @@ def _detail(key: str, value: Any) -> str:
 
 
 def write_markdown(results: Results, path: Path) -> None:
-    """Write the page; the soak's section of the page there before (``scripts/soak``) is
-    kept."""
-    from benchmarks.soak import DOCS_BEGIN, DOCS_END, keep_section
+    """Write the page; the sections of the page there before that scripts of their own
+    write (the soak's, ``scripts/soak``; the autoscaler's, ``scripts/autoscale``) are kept."""
+    from benchmarks import autoscale, soak
+    from benchmarks.soak import keep_section
 
     path.parent.mkdir(parents=True, exist_ok=True)
     page = markdown(results)
     before = path.read_text() if path.exists() else ""
-    if DOCS_BEGIN in before and DOCS_END in before:
-        section = DOCS_BEGIN + before.split(DOCS_BEGIN, 1)[1].split(DOCS_END, 1)[0] + DOCS_END
-        page = keep_section(page, section + "\n")
+    for begin, end in (
+        (soak.DOCS_BEGIN, soak.DOCS_END),
+        (autoscale.DOCS_BEGIN, autoscale.DOCS_END),
+    ):
+        if begin in before and end in before:
+            section = begin + before.split(begin, 1)[1].split(end, 1)[0] + end
+            page = keep_section(page, section + "\n", begin, end)
     path.write_text(page)

@@ -416,12 +416,13 @@ def soak_section(text: str) -> str:
     return f"{DOCS_BEGIN}\n{title}\n\n{text.rstrip()}\n{DOCS_END}\n"
 
 
-def keep_section(page: str, section: str) -> str:
-    """``page`` with its soak section replaced by ``section`` (added before the run's
-    parameters, or at the end, when it has none)."""
-    if DOCS_BEGIN in page and DOCS_END in page:
-        before, rest = page.split(DOCS_BEGIN, 1)
-        return before + section.rstrip("\n") + rest.split(DOCS_END, 1)[1]
+def keep_section(page: str, section: str, begin: str = DOCS_BEGIN, end: str = DOCS_END) -> str:
+    """``page`` with its section between ``begin`` and ``end`` (the soak's by default)
+    replaced by ``section`` (added before the run's parameters, or at the end, when it has
+    none)."""
+    if begin in page and end in page:
+        before, rest = page.split(begin, 1)
+        return before + section.rstrip("\n") + rest.split(end, 1)[1]
     marker = "## Parameters of this run"
     if marker in page:
         before, after = page.split(marker, 1)
