@@ -94,6 +94,7 @@ class JobQueries:
         self.attach(spark)
         checkpoint, owner = self._checkpoint_of(writer, query, spark)
         target = self._storage_of(checkpoint, owner)
+        sink_path = getattr(writer, "_flinkish_path", None)
         self.restorer.restore_query(
             query,
             target,
@@ -101,8 +102,8 @@ class JobQueries:
             spark,
             script_owned=owner == "script",
             repartition=self.flavour.repartition,
+            sink=str(sink_path) if sink_path else None,
         )
-        sink_path = getattr(writer, "_flinkish_path", None)
         if sink_path and query.identity in self.restorer.restored:
             self.restorer.check_file_sink(query, str(sink_path), target, checkpoint)
         self._footprints[query.identity] = (target, checkpoint, self._sink_of(sink_path))

@@ -47,6 +47,7 @@ class JobRestorer:
         self.source: Any = None  # RestoreSource, read when the first query starts
         self.source_storage: Any = None
         self.seen: set[str] = set()  # identities handled (a restart never restores again)
+        self.sinks: dict[str, str] = {}  # identity -> its file sink's directory
         self.restored: dict[str, int] = {}  # identity -> the batch it resumed after
         self.validated = False  # every savepoint query found its query (first wait)
         self._claimed = False
@@ -72,8 +73,12 @@ class JobRestorer:
         spark: Any,
         script_owned: bool,
         repartition: Any,
+        sink: str | None = None,
     ) -> None:
-        """Put the query's state into ``checkpoint`` before it starts (once per job)."""
+        """Put the query's state into ``checkpoint`` before it starts (once per job);
+        ``sink`` is the directory of its file sink, if it writes to one."""
+        if sink:
+            self.sinks[query.identity] = sink
         if self.plan.restore is None or query.identity in self.seen:
             return  # a fresh job, or a restarted attempt: the job's own checkpoint is newer
         self.seen.add(query.identity)
@@ -108,7 +113,7 @@ class JobRestorer:
         )
         faults.inject("restore-copied", self.plan.attempt)
         self.restored[query.identity] = saved.last_committed_batch
-        if self._rescale(query, saved, checkpoint, spark, repartition):
+        if self._rescale(query, saved, checkpoint, spark, repartition, target):
             faults.inject("restore-repartitioned", self.plan.attempt)
         self._mark(query.identity, "done")
 
@@ -116,9 +121,11 @@ class JobRestorer:
         self, query: QueryIdentity, target: Any, checkpoint: str, spark: Any, repartition: Any
     ) -> None:
         """An in-place rescale (or its rollback: the same rescale, back to the old
-        parallelism): repartition the query's own checkpoint to the session's partitions,
-        restored from the rescale's savepoint first when it is missing or a repartition was
-        cut short. The query's marker says ``started``, then ``done <partitions>``."""
+        parallelism): a stateful query's own checkpoint is repartitioned where it is,
+        restored from the rescale's savepoint first when it is missing, unreadable or its
+        repartition was cut short; a stateless query keeps its checkpoint and gets the new
+        partitions in its offset log. The query's marker says ``started``, then ``done
+        <partitions>``."""
         from flinkish_cli.savepoints.create import snapshot_query
         from flinkish_cli.savepoints.restore import restore_query
 
@@ -128,25 +135,28 @@ class JobRestorer:
             return  # an earlier driver of this rescale finished it
         self._open()
         saved = self.source.manifest.query(query.identity)
-        exists = target.exists(checkpoint)
-        if saved is None and not exists:
+        current = None
+        if stage != "started" and target.exists(checkpoint):
+            try:
+                current = snapshot_query(target, checkpoint, query.identity, False).manifest
+            except Exception as error:  # damaged: the savepoint has the query's state
+                log.warning("The checkpoint %s cannot be read (%s).", checkpoint, error)
+        if saved is None and current is None:
             return  # a query new since the rescale's savepoint: it starts fresh
-        if saved is not None and (stage == "started" or not exists):
-            if exists:
+        self._mark(query.identity, "started")
+        if saved is not None and current is None:
+            if stage == "started":
                 log.warning(
-                    "The rescale of %s was cut short (its driver died): restoring %s again "
+                    "The rescale of %s was cut short (its driver died): restoring it again "
                     "from %s.",
                     query.label(),
-                    checkpoint,
                     self.source.path,
                 )
+            if target.exists(checkpoint):
                 target.delete_tree(checkpoint)
-            self._mark(query.identity, "started")
             restore_query(self.source_storage, self.source, query.identity, target, checkpoint)
             current = saved
-        else:
-            self._mark(query.identity, "started")
-            current = snapshot_query(target, checkpoint, query.identity, False).manifest
+        assert current is not None
         batch = current.last_committed_batch
         self.restored[query.identity] = -1 if batch is None else batch
         if not current.stateful:  # no state: only the partitions its offset log recorded
@@ -154,7 +164,7 @@ class JobRestorer:
 
             if set_stateless_partitions(target, checkpoint, partitions):
                 log.info("%s: %s shuffle partitions from now on.", query.label(), partitions)
-        elif self._rescale(query, current, checkpoint, spark, repartition):
+        elif self._rescale(query, current, checkpoint, spark, repartition, target):
             faults.inject("rescale-repartitioned", 0 if stage is None else 1)
         self._mark(query.identity, f"done {partitions}")
 
@@ -208,10 +218,24 @@ class JobRestorer:
             return None
 
     def _rescale(
-        self, query: QueryIdentity, saved: Any, checkpoint: str, spark: Any, repartition: Any
+        self,
+        query: QueryIdentity,
+        saved: Any,
+        checkpoint: str,
+        spark: Any,
+        repartition: Any,
+        target: Any,
     ) -> bool:
         """Repartition restored state to the session's shuffle partitions (RocksDB); True
-        when the state was repartitioned."""
+        when the state was repartitioned.
+
+        Spark repartitions a checkpoint whose last planned batch committed; a query stopped
+        in a busy moment (or a savepoint of it) may hold its next batch planned and never
+        committed. Spark then skips that batch (its input is read by the batches after the
+        repartition) unless an exactly-once sink already holds it: the query's file sink is
+        checked (its log names no batch past the last committed one), else the repartition
+        is refused with the batch named. A ``foreachBatch`` sink sees the input again under
+        a later batch id, as after any replay."""
         partitions = _session_partitions(spark, self.plan.parallelism)
         if not saved.stateful or not saved.shuffle_partitions:
             return False
@@ -232,8 +256,9 @@ class JobRestorer:
             saved.shuffle_partitions,
             partitions,
         )
+        planned = self._uncommitted(query, target, checkpoint, saved.last_committed_batch)
         try:
-            repartition(spark, checkpoint, partitions)
+            repartition(spark, checkpoint, partitions, not planned)
         except SavepointError:
             raise
         except Exception as error:
@@ -246,6 +271,45 @@ class JobRestorer:
                 f"(-p {saved.shuffle_partitions}) or retry.",
             ) from error
         self.restored[query.identity] += 1
+        return True
+
+    def _uncommitted(
+        self, query: QueryIdentity, target: Any, checkpoint: str, committed: int | None
+    ) -> bool:
+        """Whether the checkpoint holds a batch planned after its last committed one that
+        Spark may skip; :class:`SavepointError` when the query's file sink holds one."""
+        from flinkish_cli.storage import join, open_storage
+
+        last = -1 if committed is None else committed
+        planned = [
+            b for b in layout.numbered(_names(target, join(checkpoint, "offsets"))) if b > last
+        ]
+        if not planned:
+            return False
+        sink = self.sinks.get(query.identity)
+        if sink:
+            held = layout.numbered(
+                [
+                    n.split(".")[0]
+                    for n in _names(
+                        open_storage(sink, self.settings), join(sink, "_spark_metadata")
+                    )
+                ]
+            )
+            if held and held[-1] > last:
+                raise SavepointError(
+                    f"{query.label()} planned batch {planned[0]} and never committed it, but "
+                    f"its file sink {sink} holds batch {held[-1]}: skipping it to repartition "
+                    "would write its rows twice.",
+                    "Resume at the checkpoint's own parallelism; rescale once the query has "
+                    "committed a batch after it.",
+                )
+        log.info(
+            "%s planned batch %s and never committed it: Spark skips it to repartition (its "
+            "input is read again after).",
+            query.label(),
+            planned[0],
+        )
         return True
 
     def _check_shape(self, query: QueryIdentity, saved: Any) -> bool:
@@ -353,6 +417,11 @@ class JobRestorer:
                 log.warning("Could not delete the claimed %s: %s", source.path, error)
 
         threading.Thread(target=delete, name="flinkish-claim", daemon=True).start()
+
+
+def _names(storage: Any, directory: str) -> list[str]:
+    """The names in ``directory`` (none when it is not there)."""
+    return [i.name for i in storage.list(directory)] if storage.exists(directory) else []
 
 
 def _session_partitions(spark: Any, default: int) -> int:
