@@ -62,13 +62,17 @@ def test_quick_benchmark_completes_and_writes_well_formed_results(tmp_path: Path
     document = json.loads(results.read_text())
     assert validate(document) == []
     assert document["mode"] == "quick"
-    order = ["backlog", "streaming", "cli", "lifecycle", "profiling", "session", "cds", "flink"]
+    order = [
+        "backlog", "streaming", "cli", "lifecycle", "profiling", "session", "cds", "flink",
+        "autoscale",
+    ]  # fmt: skip
     assert set(SECTIONS) == set(order)  # the report's order
     assert [s["key"] for s in document["sections"]] == [k for k in order if k in sections]
     for section in document["sections"]:
         assert section["error"] is None, section
         if section["skipped"]:
-            assert section["key"] in ("cds", "flink"), "only the optional sections may be skipped"
+            optional = ("cds", "flink", "autoscale")
+            assert section["key"] in optional, "only the optional sections may be skipped"
             continue
         for row in section["rows"]:
             assert row["value"] > 0 and row["reference_value"] > 0 and row["ratio"] > 0, row
