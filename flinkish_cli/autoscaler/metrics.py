@@ -30,9 +30,12 @@ run at another parallelism or by a cold JVM and are never read.
   The naive rate (all rows over all busy time, outliers included) is kept beside it, so
   that the decision can say when outliers alone would have asked for a scale-up.
 - **backlog**: the records the query's sources are behind their latest offsets
-  (``maxOffsetsBehindLatest``, summed over sources) at the window's newest batch that
-  reports it, and at its oldest (to tell whether it shrinks); None: unknown, the sources
-  report none (files, rate, sockets).
+  (``maxOffsetsBehindLatest``, summed over sources; a file source's as flinkish measures it,
+  :mod:`flinkish_cli.runtime.file_backlog`) at the window's newest batch that reports it,
+  and at its oldest (to tell whether it shrinks), less what arrives in one batch period at
+  the input rate: what arrived while a batch ran is what the next batch reads, the queue
+  of any micro-batch query, not a backlog to catch up on; None: unknown, the sources report
+  none (rate, sockets).
 - **idle**: the window holds no rows. (Spark's own idle report speaks of the query's last
   trigger only, not of the window, so it is not used.) An idle query is not overloaded: it
   needs no parallelism of its own.
@@ -44,6 +47,7 @@ the series' are epoch ms.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -155,6 +159,14 @@ def _processing_rate(
     return rate, busy, len(with_input) - len(kept)
 
 
+def _period(window: Sequence[Sequence[Any]], trigger_ms: int | None) -> float:
+    """Seconds from one batch's start to the next: the median gap between the window's
+    batches, at least the trigger interval (0 for a window of one batch)."""
+    gaps = [(b[_TIME] - a[_TIME]) / 1000 for a, b in itertools.pairwise(window)]
+    measured = statistics.median(gaps) if gaps else 0.0
+    return max(measured, (trigger_ms or 0) / 1000)
+
+
 def query_metrics(
     query: str,
     points: Sequence[Sequence[Any]],
@@ -180,6 +192,11 @@ def query_metrics(
         growth = (lagged[-1][_LAG] - lagged[0][_LAG]) / lag_span
     read = rows / span if span > 0 else 0.0
     share = task_time([_progress(p) for p in window], trigger_ms, rows == 0).busy_share
+    queued = max(0.0, read + (growth or 0.0)) * _period(window, trigger_ms)
+
+    def behind(point: Sequence[Any]) -> float:
+        return max(0.0, float(point[_LAG]) - queued)
+
     return QueryMetrics(
         query=query,
         batches=len(window),
@@ -192,8 +209,8 @@ def query_metrics(
         processing_rate=rate,
         rate_busy_seconds=busy,
         raw_processing_rate=rows / all_busy if rate is not None else None,
-        backlog=float(lagged[-1][_LAG]) if lagged else None,
-        backlog_start=float(lagged[0][_LAG]) if lagged else None,
+        backlog=behind(lagged[-1]) if lagged else None,
+        backlog_start=behind(lagged[0]) if lagged else None,
         backlog_growth=growth,
         idle=rows == 0,
     )

@@ -67,14 +67,25 @@ def test_backlog_at_the_newest_and_oldest_batch_and_how_fast_it_drains() -> None
     points = batches(NOW - 600, NOW, 10, 1000, 2.5, lag=lambda i, _: 60_000 - 500 * i)
     points.append(point(NOW, 99, 1000, 2.5, None))  # a batch whose source reports no lag
     metrics = _metrics(points)
-    assert metrics.backlog == 60_000 - 500 * 59 and metrics.backlog_start == 60_000
-    assert metrics.drain_rate == pytest.approx(50.0)  # 500 every 10 s
     assert metrics.input_rate == pytest.approx(61_000 / 600 - 50.0), "read, less the drained"
+    queued = metrics.input_rate * 10  # what arrives in one batch period is no backlog
+    assert metrics.backlog == pytest.approx(60_000 - 500 * 59 - queued)
+    assert metrics.backlog_start == pytest.approx(60_000 - queued)
+    assert metrics.drain_rate == pytest.approx(50.0)  # 500 every 10 s
     assert metrics.backlog_seconds == pytest.approx(metrics.backlog / metrics.input_rate)
 
 
 def test_to_json_holds_every_figure() -> None:
-    metrics = _metrics(batches(NOW - 600, NOW, 10, 1000, 2.5, lag=5))
+    metrics = _metrics(batches(NOW - 600, NOW, 10, 1000, 2.5, lag=5000))
     data = metrics.to_json()
     assert QueryMetrics(**data) == metrics
-    assert data["backlog"] == 5.0 and data["query"] == "q"
+    assert data["backlog"] == pytest.approx(4000.0) and data["query"] == "q"
+
+
+def test_what_arrived_during_one_batch_is_no_backlog() -> None:
+    """A file source measured right after its batch always has the files that arrived
+    meanwhile waiting: one batch period's input is the next batch, not a backlog."""
+    steady = _metrics(batches(NOW - 600, NOW, 5, 50, 2.0, lag=50), trigger_ms=5000)  # 10 rows/s
+    assert steady.backlog == 0.0 and steady.backlog_start == 0.0
+    behind = _metrics(batches(NOW - 600, NOW, 5, 50, 2.0, lag=650), trigger_ms=5000)
+    assert behind.backlog == pytest.approx(600.0)
