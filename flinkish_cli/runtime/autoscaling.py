@@ -13,7 +13,9 @@ request_rescale`, on the control worker, so never beside a savepoint); without i
 the job cannot be rescaled in place (a session cluster, YARN, Kubernetes), the record says
 NOT_APPLIED with the reason. Nothing is evaluated while a rescale is under way, nor while
 the job is not RUNNING. The measured windows start with this driver (a rescale's new
-driver starts them afresh: its figures are those of the new parallelism).
+driver starts them afresh: its figures are those of the new parallelism), and the last
+change counts from when it completed (a rescale that took minutes does not spend
+``stabilization.interval`` or ``scale-down.interval`` while it ran).
 
 Any parallelism in ``[vertex.min-parallelism, vertex.max-parallelism]`` is allowed: Spark's
 offline repartition (RocksDB) splits state into any number of partitions, and Spark's
@@ -117,12 +119,6 @@ class Autoscaler:
             for name, query in status.queries.items()
             if query.active
         ]
-        last = history.last_change()
-        return decide(
-            metrics,
-            self.parallelism,
-            self.settings,
-            now,
-            self.run_start,
-            last.time / 1000 if last is not None else None,
-        )
+        last = history.last_change()  # a change counts from when it completed
+        changed = (last.end_time or last.time) / 1000 if last is not None else None
+        return decide(metrics, self.parallelism, self.settings, now, self.run_start, changed)

@@ -95,12 +95,8 @@ class Flavour:
         return None if text.startswith("No physical plan") else text
 
     # -- the session ---------------------------------------------------------------------
-    def repartition(
-        self, spark: Any, checkpoint: str, partitions: int, exactly_once: bool = True
-    ) -> None:
-        """Repartition a stopped query's state offline (Spark 4.2+, RocksDB); without
-        ``exactly_once`` Spark may skip a batch that was planned and never committed (its
-        caller has checked that no exactly-once sink holds it)."""
+    def repartition(self, spark: Any, checkpoint: str, partitions: int) -> None:
+        """Repartition a stopped query's state offline (Spark 4.2+, RocksDB)."""
         manager = getattr(spark, "_streamingCheckpointManager", None)
         if manager is None:
             from flinkish_cli.errors import SavepointError
@@ -112,7 +108,7 @@ class Flavour:
                 "with a savepoint, then resume that in the session cluster; or keep the "
                 "savepoint's parallelism.",
             )
-        manager.repartition(checkpoint, partitions, exactly_once)
+        manager.repartition(checkpoint, partitions)
 
 
 def classic() -> Flavour:

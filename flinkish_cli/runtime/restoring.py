@@ -229,13 +229,9 @@ class JobRestorer:
         """Repartition restored state to the session's shuffle partitions (RocksDB); True
         when the state was repartitioned.
 
-        Spark repartitions a checkpoint whose last planned batch committed; a query stopped
-        in a busy moment (or a savepoint of it) may hold its next batch planned and never
-        committed. Spark then skips that batch (its input is read by the batches after the
-        repartition) unless an exactly-once sink already holds it: the query's file sink is
-        checked (its log names no batch past the last committed one), else the repartition
-        is refused with the batch named. A ``foreachBatch`` sink sees the input again under
-        a later batch id, as after any replay."""
+        A batch planned and never committed is taken out of the offset log first
+        (:meth:`_drop_planned`): the batches after the repartition read its input. A
+        ``foreachBatch`` sink sees that input under a later batch id, as after any replay."""
         partitions = _session_partitions(spark, self.plan.parallelism)
         if not saved.stateful or not saved.shuffle_partitions:
             return False
@@ -256,9 +252,9 @@ class JobRestorer:
             saved.shuffle_partitions,
             partitions,
         )
-        planned = self._uncommitted(query, target, checkpoint, saved.last_committed_batch)
+        self._drop_planned(query, target, checkpoint, saved.last_committed_batch)
         try:
-            repartition(spark, checkpoint, partitions, not planned)
+            repartition(spark, checkpoint, partitions)
         except SavepointError:
             raise
         except Exception as error:
@@ -273,44 +269,42 @@ class JobRestorer:
         self.restored[query.identity] += 1
         return True
 
-    def _uncommitted(
+    def _drop_planned(
         self, query: QueryIdentity, target: Any, checkpoint: str, committed: int | None
-    ) -> bool:
-        """Whether the checkpoint holds a batch planned after its last committed one that
-        Spark may skip; :class:`SavepointError` when the query's file sink holds one."""
+    ) -> None:
+        """Take out of the offset log the batches planned after the last committed one (a
+        query stopped in a busy moment, or its savepoint, may hold its next batch planned):
+        Spark repartitions only a checkpoint whose last planned batch committed. The sources'
+        own logs stay, so a file source's next batch takes the files that batch had planned;
+        :class:`SavepointError` when the query's file sink holds such a batch (its rows
+        would be written twice)."""
         from flinkish_cli.storage import join, open_storage
 
         last = -1 if committed is None else committed
-        planned = [
-            b for b in layout.numbered(_names(target, join(checkpoint, "offsets"))) if b > last
-        ]
+        offsets = join(checkpoint, "offsets")
+        planned = [b for b in layout.numbered(_names(target, offsets)) if b > last]
         if not planned:
-            return False
+            return
         sink = self.sinks.get(query.identity)
         if sink:
-            held = layout.numbered(
-                [
-                    n.split(".")[0]
-                    for n in _names(
-                        open_storage(sink, self.settings), join(sink, "_spark_metadata")
-                    )
-                ]
-            )
+            names = _names(open_storage(sink, self.settings), join(sink, "_spark_metadata"))
+            held = layout.numbered([n.split(".")[0] for n in names])
             if held and held[-1] > last:
                 raise SavepointError(
                     f"{query.label()} planned batch {planned[0]} and never committed it, but "
-                    f"its file sink {sink} holds batch {held[-1]}: skipping it to repartition "
-                    "would write its rows twice.",
+                    f"its file sink {sink} holds batch {held[-1]}: its state cannot be "
+                    "repartitioned without writing those rows twice.",
                     "Resume at the checkpoint's own parallelism; rescale once the query has "
                     "committed a batch after it.",
                 )
+        for batch in planned:
+            target.delete(join(offsets, str(batch)))
+            target.delete(join(offsets, f".{batch}.crc"))
         log.info(
-            "%s planned batch %s and never committed it: Spark skips it to repartition (its "
-            "input is read again after).",
+            "%s planned batch %s and never committed it: planned again after the repartition.",
             query.label(),
             planned[0],
         )
-        return True
 
     def _check_shape(self, query: QueryIdentity, saved: Any) -> bool:
         """A generated identity must still name the same kind of query: False when it does

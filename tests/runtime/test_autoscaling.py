@@ -93,3 +93,16 @@ def test_nothing_is_evaluated_during_a_rescale_or_when_not_running(tmp_path: Pat
     job.status.state = JobState.RESTARTING
     assert job.autoscaler().evaluate(NOW) is None
     assert job.history().rescales == [] and job.applied == []
+
+
+def test_the_last_change_counts_from_when_it_completed(tmp_path: Path) -> None:
+    """A rescale decided long ago that completed a moment ago still holds a scale-down
+    back for scale-down.interval (and the next decision for stabilization.interval)."""
+    job = Job(tmp_path)
+    history = RescaleHistory()
+    done = RescaleRecord.new(NOW - 3600, 1, 2, "up", "Scale up.", {}, True)
+    done.outcome, done.end_time = Outcome.COMPLETED, int((NOW - 30) * 1000)
+    history.append(done)
+    history.write(job.registry, JOB)
+    decision = job.autoscaler().evaluate(NOW)
+    assert decision is not None and decision.blocked_by == "stabilizing", decision.reason
