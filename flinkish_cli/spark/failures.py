@@ -9,6 +9,12 @@ import traceback
 PYTHON_CAUSE = "Caused by (Python): "
 MAX_LINES = 6
 MAX_CHARS = 800
+_TRACEBACK = "Traceback (most recent call last)"
+#: Exceptions that carry another traceback in their message (pyspark's, around the program's)
+_WRAPPERS = (
+    "An exception was thrown from the Python worker",
+    "An exception was raised by the Python Proxy",
+)
 _DANGLING = re.compile(r"\s*(Return\s+)?(Message)?:?\s*$")
 
 
@@ -56,15 +62,21 @@ def message_lines(text: str) -> list[str]:
 
 
 def _python_exception_line(lines: list[str]) -> str | None:
-    """The exception line that ends the first Python traceback in ``lines``."""
+    """The program's own exception: the line that ends the first Python traceback in
+    ``lines``, or, when that exception only wraps another traceback (a UDF's failure raised
+    again by pyspark in ``foreachBatch``), the line that ends the traceback inside it."""
+    found: str | None = None
     in_traceback = False
     for line in lines:
-        if "Traceback (most recent call last)" in line:
-            in_traceback = True
-            continue
+        starts = _TRACEBACK in line
         if in_traceback and line and not line.startswith((" ", "\t")):
-            return line.strip()
-    return None
+            found = line.split(_TRACEBACK)[0].strip()
+            if not starts and not any(wrapper in line for wrapper in _WRAPPERS):
+                return found
+            in_traceback = starts
+            continue
+        in_traceback = in_traceback or starts
+    return found
 
 
 def _location(error: BaseException, program: str | None) -> str | None:

@@ -70,3 +70,33 @@ def test_foreach_batch_error_keeps_no_traceback_header() -> None:
     assert "Traceback" not in cause
     assert cause.splitlines()[0].endswith("raised by the Python Proxy.")
     assert "Caused by (Python): RuntimeError: sink unavailable" in cause
+
+
+def test_a_udf_error_raised_again_in_foreach_batch_names_the_udfs_exception() -> None:
+    error = StreamingQueryException(
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in "
+        "foreach batch sink. Reason: An exception was raised by the Python Proxy. Return "
+        "Message: Traceback (most recent call last):\n"
+        '  File "/jobs/tags.py", line 40, in write\n'
+        "    batch.write.json(out)\n"
+        "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the "
+        "Python worker: Traceback (most recent call last):\n"
+        '  File "/jobs/tags.py", line 12, in tag\n'
+        '    raise RuntimeError("version 3 cannot tag")\n'
+        "RuntimeError: version 3 cannot tag\n"
+    )
+    cause = short_cause(error)
+    assert "Caused by (Python): RuntimeError: version 3 cannot tag" in cause
+    assert "Traceback" not in cause
+
+
+def test_a_wrapper_whose_inner_traceback_was_cut_off_is_still_named() -> None:
+    error = StreamingQueryException(
+        "[STREAM_FAILED] Reason: Return Message: Traceback (most recent call last):\n"
+        '  File "/jobs/tags.py", line 40, in write\n'
+        "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the "
+        "Python worker. Please see the stack trace below.\n"
+    )
+    cause = short_cause(error)
+    assert cause.splitlines()[-1].startswith("Caused by (Python): pyspark.errors")
