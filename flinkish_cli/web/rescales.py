@@ -180,12 +180,14 @@ class RescaleRoutes:
             Route(wire.job_path("{jobid}", "rescales"), self.document, methods=["GET"]),
         ]
 
-    async def _job(self, request: Request) -> tuple[JobStatus, RescaleHistory]:
-        job_id = parsing.job_id(request)
+    async def _status(self, job_id: str) -> JobStatus:
         try:
-            status = await run_in_threadpool(self.client.get, job_id)
+            return await run_in_threadpool(self.client.get, job_id)
         except JobError as error:
             raise FlinkError(404, f"Job {job_id} not found", error) from None
+
+    async def _job(self, request: Request) -> tuple[JobStatus, RescaleHistory]:
+        status = await self._status(parsing.job_id(request))
         history = await run_in_threadpool(self.client.rescale_history, status.job_id)
         return status, history
 
@@ -197,6 +199,7 @@ class RescaleRoutes:
         job_id = parsing.job_id(request)
         raw = await parsing.json_object(request, "JobResourceRequirementsBody")
         parallelism = requested_parallelism(raw)
+        await self._status(job_id)  # a job that is not there: 404, as Flink answers
         try:
             await run_in_threadpool(
                 self.client.rescale, job_id, parallelism, "Resource requirements set over REST."

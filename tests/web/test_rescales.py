@@ -107,6 +107,8 @@ def test_resource_requirements_read_and_set(web: WebServer, job: FakeDriver) -> 
     reply = web.request("PUT", f"/jobs/{JOB}/resource-requirements", body=asked)
     assert reply.status == 200, reply
     assert job.rescaled_to == 5
+    missing = web.request("PUT", f"/jobs/{'0' * 32}/resource-requirements", body=asked)
+    assert missing.status == 404 and len(missing.json()["errors"]) == 1
 
 
 @pytest.mark.parametrize(
