@@ -72,10 +72,12 @@ class TcpProxy:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with contextlib.suppress(OSError):
                 sock.close()
-        for thread in self._threads:
-            if thread is not self._acceptor:
-                thread.join(timeout=5)
-        self._threads = [t for t in self._threads if t.is_alive()]
+        with self._lock:
+            threads = [t for t in self._threads if t is not self._acceptor]
+        for thread in threads:
+            thread.join(timeout=5)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
 
     def close(self) -> None:
         """Stop, and give the port back."""
@@ -103,8 +105,9 @@ class TcpProxy:
     # -- forwarding --------------------------------------------------------------------------
     def _spawn(self, target: Any, *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, daemon=True, name="tcp-proxy")
-        self._threads.append(thread)
-        thread.start()
+        thread.start()  # started before it is listed: stop() may join any listed thread
+        with self._lock:
+            self._threads.append(thread)
         return thread
 
     def _accept_loop(self, listener: socket.socket) -> None:
