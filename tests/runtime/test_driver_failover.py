@@ -16,6 +16,7 @@ exactly-once file sink, ``counts`` keeps a running count per key, written per ba
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import random
@@ -212,14 +213,18 @@ def _assert_refused(
 def _output_at(job: Job, name: str, batches: dict[str, int]) -> Path:
     """A new output directory holding what the job's output held at a savepoint's batches:
     the file sink's commit log up to the ``raw`` query's batch (its entries name the part
-    files where they are) and the ``counts`` batches up to that query's."""
+    files where they are) and the ``counts`` batches up to that query's. Taken as soon as the
+    savepoint is judged whole: a minute after a compaction replaced them, the sink deletes
+    the entries before it (``flinkish.file-sink.log.cleanup-delay``), which a job resumed at
+    the savepoint's batch compacts again."""
     output = job.env.root / f"out-{name}"
     log = job.output / "raw" / "_spark_metadata"
     (output / "raw" / "_spark_metadata").mkdir(parents=True)
     for entry in log.iterdir():  # 12, 19.compact and their .12.crc, .19.compact.crc
         match = re.fullmatch(r"\.?(\d+)(\.compact)?(\.crc)?", entry.name)
-        if match and entry.is_file() and int(match.group(1)) <= batches["raw"]:
-            shutil.copy2(entry, output / "raw" / "_spark_metadata" / entry.name)
+        if match and int(match.group(1)) <= batches["raw"]:
+            with contextlib.suppress(FileNotFoundError):  # replaced by a compaction meanwhile
+                shutil.copy2(entry, output / "raw" / "_spark_metadata" / entry.name)
     for batch, directory in complete_batches(job.output / "counts").items():
         if batch <= batches["counts"]:
             shutil.copytree(directory, output / "counts" / directory.name)
@@ -236,7 +241,7 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
     ``run -s`` and ``savepoint -d``, or whole -- its checksums hold and a job resumed from it
     ends exactly once. (``tests/savepoints/test_savepoint_kills.py`` kills a savepoint after
     every change it makes, without Spark.)"""
-    whole: dict[Path, dict[str, int]] = {}
+    whole: dict[Path, Path] = {}  # a whole leftover: the output as it stood at its batches
     for _ in range(3):
         job.add_file()
     attempts = 2 + SAVEPOINT_KILLS + 3
@@ -283,7 +288,8 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
                 assert "Traceback" not in err and err.startswith("ERROR: "), err
             info = job.env.run("savepoint", "info", "--no-rows", "--output", "json", str(leftover))
             if info.returncode == 0:  # whole: resumed once all input is in, below
-                whole[leftover] = _whole(leftover, json.loads(info.stdout), where)
+                batches = _whole(leftover, json.loads(info.stdout), where)
+                whole[leftover] = _output_at(job, leftover.name, batches)
             else:
                 assert savepoint.returncode == 1, f"{where}: completed, but refused: {info.stderr}"
                 _assert_refused(job, leftover, info, where)
@@ -301,8 +307,8 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
 
     # a whole leftover is a savepoint like any other: a job resumed from it, into the output
     # as it stood at the savepoint, ends with every row exactly once
-    for leftover, batches in whole.items():
-        job.output = _output_at(job, leftover.name, batches)
+    for leftover, output in whole.items():
+        job.output = output
         resumed = job.env.run(
             "run", "-s", str(leftover), "-D", "execution.runtime-mode=BATCH", *job.args()
         )

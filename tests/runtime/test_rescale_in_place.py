@@ -65,9 +65,19 @@ class CountingJob(CountingInput):
         deadline = time.monotonic() + timeout
         while not condition():
             status = self.status(job_id)
-            assert status["state"] not in ("FAILED", "CANCELED", "FINISHED"), status
-            assert time.monotonic() < deadline, f"not {what}: {status}"
+            assert status["state"] not in ("FAILED", "CANCELED", "FINISHED"), self.why(status)
+            assert time.monotonic() < deadline, f"not {what}: {self.why(status)}"
             time.sleep(0.3)
+
+    def why(self, status: dict[str, Any]) -> str:
+        """The job's state, its failures in full and the end of its log (a failed wait)."""
+        causes = [e.get("cause", "") for e in status.get("exceptions", [])]
+        log = self.env.logs / f"flinkish-{status['job_id']}.log"
+        tail = log.read_text(errors="replace")[-6000:] if log.exists() else "(no log)"
+        return (
+            f"{status['state']} at parallelism {status.get('parallelism')}; "
+            f"failure: {status.get('failure_cause')}; exceptions: {causes}\n{tail}"
+        )
 
     def caught_up(self) -> bool:
         """Both queries have processed every input row (the sink and the counts)."""
