@@ -346,23 +346,32 @@ def set_stateless_partitions(storage: Storage, checkpoint: str, partitions: int)
     """Give a stopped *stateless* query ``partitions`` shuffle partitions: Spark plans a
     restarted query's exchanges with the partitions its offset log recorded, so its latest
     entry's setting is rewritten (a new file, never the one a savepoint may share through a
-    hard link; its ``.crc`` beside it goes, as Hadoop then reads it unchecked). True when it
-    changed; nothing to do for a query without an offset log."""
+    hard link; its ``.crc`` beside it goes, as Hadoop then reads it unchecked). A batch
+    planned and never committed is rewritten with the last committed one before it: Spark
+    takes a latest uncommitted entry whose partitions differ from the one before it for an
+    unfinished state repartition and refuses to start (STREAMING_UNFINISHED_REPARTITION_
+    DETECTED); the batch reruns at the new partitions. True when it changed; nothing to do
+    for a query without an offset log."""
     from flinkish_cli.storage import join
 
-    offsets = join(checkpoint, "offsets")
-    batches = (
-        layout.numbered([i.name for i in storage.list(offsets)]) if storage.exists(offsets) else []
-    )
-    if not batches:
+    def batches_in(directory: str) -> list[int]:
+        path = join(checkpoint, directory)
+        return layout.numbered([i.name for i in storage.list(path)]) if storage.exists(path) else []
+
+    offsets = batches_in("offsets")
+    if not offsets:
         return False
-    path = join(offsets, str(batches[-1]))
-    text = storage.read_text(path)
-    if layout.parse_offsets(batches[-1], text).shuffle_partitions == partitions:
-        return False
-    storage.write_text(path, layout.with_shuffle_partitions(text, partitions))
-    storage.delete(join(offsets, f".{batches[-1]}.crc"))
-    return True
+    committed = [b for b in batches_in("commits") if b <= offsets[-1]]
+    first = committed[-1] if committed else offsets[-1]
+    changed = False
+    for batch in (b for b in offsets if b >= first):
+        path = join(checkpoint, "offsets", str(batch))
+        text = storage.read_text(path)
+        if layout.parse_offsets(batch, text).shuffle_partitions != partitions:
+            storage.write_text(path, layout.with_shuffle_partitions(text, partitions))
+            storage.delete(join(checkpoint, "offsets", f".{batch}.crc"))
+            changed = True
+    return changed
 
 
 def repartition(spark: Any, checkpoint: str, partitions: int) -> None:
