@@ -148,6 +148,7 @@ def run_job(
         FAILED_BEFORE_RUNNING,
         history_size,
     )
+    from flinkish_cli.spark.failures import headline, short_cause
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
@@ -184,6 +185,8 @@ def run_job(
                 os._exit(EXIT_JVM_LOST)
             if error is None or runtime.ending or isinstance(error, FlinkishError):
                 break  # done, cancelled, or a failure a restart would repeat
+            if runtime.rescale_watch.failed(headline(short_cause(error, program))):
+                break  # at a rescale's new parallelism: its supervisor rolls it back
             if not runtime.has_run:
                 note = f"not restarted: {FAILED_BEFORE_RUNNING}"
                 break  # as Flink never restarts a main() that fails before execute()

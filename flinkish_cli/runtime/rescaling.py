@@ -8,9 +8,11 @@ rescale has **completed** (or, rolling back, has **rolled back**) once the progr
 its first wait and every query restored for the rescale has progress at this parallelism (a
 batch committed after the one it resumed from, or Spark's report that it found no new
 input). Then the marker and the rescale's restore markers go, and the outcome is recorded.
-A rescale that is not stable within ``flinkish.upgrade.readiness.timeout`` is given up: the
-driver ends RESTARTING and its supervisor rolls the rescale back to the old parallelism.
-A driver that dies meanwhile is rolled back by the supervisor too.
+A rescale that is not stable within ``flinkish.upgrade.readiness.timeout``, or whose job
+fails at the new parallelism (:meth:`RescaleWatch.failed`: the restart strategy is not
+asked, as a failed upgrade is not restarted), is given up: the driver ends RESTARTING and
+its supervisor rolls the rescale back to the old parallelism. A driver that dies meanwhile
+is rolled back by the supervisor too. A rollback that fails is a failure as any other.
 """
 
 from __future__ import annotations
@@ -73,6 +75,25 @@ class RescaleWatch:
             )
             log.error("%s", cause)
             self.give_up(cause)
+
+    def failed(self, cause: str) -> bool:
+        """The job failed (``cause``, one line) while this driver runs at a rescale's new
+        parallelism, before the rescale completed: give the rescale up at once (True), so
+        its supervisor rolls it back. False otherwise (no rescale, one completed or given up
+        already, or this driver is the rollback): the restart strategy decides."""
+        if self._done or self.rescale_id is None:
+            return False
+        marker = read_marker(self.registry, self.plan.job_id)
+        if marker is None or marker.id != self.rescale_id or marker.stage != "RESTARTED":
+            return False
+        self._done = True
+        message = (
+            f"The job failed at parallelism {marker.to} before the rescale completed "
+            f"({cause}): rolling back to {marker.from_}."
+        )
+        log.error("%s", message)
+        self.give_up(message)
+        return True
 
     def _waiting_for(self) -> str | None:
         """What the rescale still waits for; None once it is stable."""
