@@ -146,8 +146,19 @@ def num_retained(value: Any, config: Lookup) -> dict[str, str]:
 # -- resources -------------------------------------------------------------------------------
 
 
+#: Spark's adaptive execution merges small shuffle partitions, also in a streaming query's
+#: micro-batches (Spark 4.1): a job's parallelism would then be a ceiling, never a count, and a
+#: per-row lookup after a shuffle ran one row at a time at any parallelism (the autoscaler's
+#: benchmark found it). Flink's parallelism is the number of parallel subtasks: kept so.
+COALESCE = "spark.sql.adaptive.coalescePartitions.enabled"
+
+
 def parallelism(value: Any, config: Lookup) -> dict[str, str]:
-    return {"spark.sql.shuffle.partitions": str(value), "spark.default.parallelism": str(value)}
+    return {
+        "spark.sql.shuffle.partitions": str(value),
+        "spark.default.parallelism": str(value),
+        COALESCE: "false",
+    }
 
 
 def local_master(config: Lookup) -> str:

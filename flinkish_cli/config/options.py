@@ -684,12 +684,14 @@ OPTIONS: tuple[Option, ...] = (
         "parallelism.default",
         Int(),
         R,
-        "Parallelism of jobs (run -p wins): the number of shuffle and state partitions.",
+        "Parallelism of jobs (run -p wins): the number of shuffle and state partitions, "
+        "each a task of its own (Spark's adaptive execution does not merge them).",
         MAPPED,
         default="1",
         check=at_least(1, "an integer"),
         spark=m.parallelism,
-        spark_doc="`spark.sql.shuffle.partitions`, `spark.default.parallelism`",
+        spark_doc="`spark.sql.shuffle.partitions`, `spark.default.parallelism`; "
+        "`spark.sql.adaptive.coalescePartitions.enabled` = false (a -D of it wins)",
         emit_default=True,
     ),
     Option(

@@ -153,6 +153,22 @@ def test_batch_mode_waits_for_every_query(flinkish_env: FlinkishEnv) -> None:
         assert len(read_json_dir(output / name)) == files * 10, name
 
 
+def test_a_parallelism_is_that_many_tasks_after_a_shuffle_even_for_a_small_batch(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    """``-p 3``: a lookup after a repartition runs in 3 tasks (Spark's adaptive execution
+    would merge a small batch's shuffle partitions into one, one row at a time)."""
+    inputs, output = flinkish_env.root / "in", flinkish_env.root / "out"
+    write_events(inputs, _rows(0, 60, keys=30))
+    flinkish_env.run(
+        "run", "-p", "3", str(JOBS / "partitions_job.py"),
+        str(inputs), str(output), str(flinkish_env.root / "cp"), check=True,
+    )  # fmt: skip
+    rows = read_json_dir(output)
+    assert sorted(row["seq"] for row in rows) == list(range(60))
+    assert {row["partition"] for row in rows} == {0, 1, 2}
+
+
 def test_attached_sigterm_stops_the_job_gracefully(flinkish_env: FlinkishEnv) -> None:
     inputs = flinkish_env.root / "in"
     write_events(inputs, _rows(0, 10))

@@ -31,6 +31,8 @@ def test_defaults() -> None:
     assert translation.conf == {
         "spark.default.parallelism": "1",
         "spark.sql.shuffle.partitions": "1",
+        # a parallelism is a count of tasks: adaptive execution merges no shuffle partitions
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.sql.streaming.minBatchesToRetain": "10",
         "spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER,
         # flinkish's 1 min, not Spark's 10 min, of old file source and sink log compactions
@@ -113,7 +115,11 @@ def test_provider_classes_exist_in_pyspark_jars() -> None:
         ),
         (
             ["parallelism.default=4"],
-            {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"},
+            {
+                "spark.sql.shuffle.partitions": "4",
+                "spark.default.parallelism": "4",
+                "spark.sql.adaptive.coalescePartitions.enabled": "false",
+            },
         ),
         (["taskmanager.numberOfTaskSlots=3"], {"spark.executor.cores": "3"}),
         (
