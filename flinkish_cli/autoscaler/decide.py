@@ -5,15 +5,15 @@ flinkish job is job-wide (local[N] slots, shuffle partitions, state partitions o
 rescale), so the decision is too: **the largest parallelism any query needs**. Each query
 with a known true processing rate (:mod:`.metrics`) is sized as Flink sizes a vertex:
 
-- its target rate is its input rate, plus, when its sources report a backlog,
-  ``(backlog + input rate × restart.time) / catch-up.duration``: the backlog and what
-  arrives during the rescale's restart, worked off within ``catch-up.duration``;
-- its *utilisation* is that target rate over its true processing rate: the busy share it
-  needs at the current parallelism (without a backlog, its busy share measured from clean
-  batches);
-- the parallelism it needs is ``ceil(current × utilisation / utilization.target)``, i.e.
-  the target rate over (the rate per slot × utilization.target), assuming the rate grows
-  linearly with the parallelism.
+- its *utilisation* is its input rate plus its backlog's share,
+  ``backlog / catch-up.duration`` (when its sources report one), over its true processing
+  rate: the busy share it needs at the current parallelism;
+- the parallelism it needs is sized as Flink's ``getTargetProcessingCapacity`` sizes a
+  vertex: the capacity ``backlog / catch-up.duration + input rate × restart.time /
+  catch-up.duration + input rate / utilization.target`` (the backlog, what arrives while
+  the job restarts, and the input at the target utilisation) over the rate per slot,
+  rounded up, assuming the rate grows linearly with the parallelism. The restart share
+  sizes a change and never triggers one: a backlog of a few records is no reason to scale.
 
 An idle query needs nothing (``vertex.min-parallelism``). The job scales up when a query's
 utilisation is above ``utilization.max``, down when every query's is below
@@ -101,14 +101,17 @@ class _Need:
 
 
 def _need(m: QueryMetrics, current: int, settings: AutoscalerSettings) -> _Need:
+    """As Flink's ``AutoScalerUtils.getTargetProcessingCapacity``: whether the query is
+    overloaded compares its input and its backlog's share of catch-up.duration with its true
+    rate (``utilisation``); the parallelism is sized for that backlog share, the input that
+    arrives while the job restarts (restart.time) worked off within catch-up.duration too,
+    and the input at utilization.target (``required``)."""
     rate = m.processing_rate or 0.0
-    target_rate = m.input_rate
-    if m.backlog:
-        catch_up = m.backlog + m.input_rate * settings.restart_time
-        target_rate += catch_up / settings.catch_up_duration
-    utilisation = target_rate / rate
-    required = math.ceil(current * utilisation / settings.utilization_target - _EPSILON)
-    return _Need(utilisation, m.input_rate / rate, max(1, required))
+    backlog_rate = (m.backlog or 0.0) / settings.catch_up_duration
+    restart_rate = m.input_rate * settings.restart_time / settings.catch_up_duration
+    capacity = backlog_rate + restart_rate + m.input_rate / settings.utilization_target
+    required = math.ceil(current * capacity / rate - _EPSILON)
+    return _Need((m.input_rate + backlog_rate) / rate, m.input_rate / rate, max(1, required))
 
 
 def _snap(wanted: int, settings: AutoscalerSettings, allowed: Allowed | None) -> int | None:
