@@ -12,8 +12,8 @@ every enriched row to Spark's exactly-once file sink. A file of JSON rows is wri
 second: ``--rate`` rows/s for ``--low`` seconds, ``--factor`` times that for ``--high``
 seconds, ``--rate`` again for ``--low-after`` seconds.
 
-The same schedule is run twice, one job after the other (``--concurrent``: both at once;
-their work waits on the service, not on the cores): **autoscaled** (``job.autoscaler.enabled``
+The same schedule is run twice, both jobs at once (their work waits on the service, not on
+the cores; ``--sequential`` runs one after the other): **autoscaled** (``job.autoscaler.enabled``
 with RocksDB, from ``--start-parallelism``) and **fixed** at the starting parallelism. The
 fixed-at-the-largest-parallelism run is not run: its slot-seconds are the largest
 parallelism the autoscaler chose times the schedule's duration (a fixed job holds its slots
@@ -130,18 +130,21 @@ class Service:
 # -- parameters and results -------------------------------------------------------------------
 @dataclass
 class AutoscaleParams:
-    rate: float = 10.0  # rows/s of the low phases
+    rate: float = 4.0  # rows/s of the low phases
     factor: float = 6.0  # the step: factor × rate
     low: float = 600.0  # seconds of each phase
     high: float = 600.0
     low_after: float = 600.0
-    latency: float = 0.020  # the service's, per request
+    latency: float = 0.100  # the service's, per request: a slot looks up 10 rows/s at most
     trigger: float = 5.0  # the job's processing-time trigger, seconds
-    max_files: int = 10  # maxFilesPerTrigger (a file a second)
+    #: maxFilesPerTrigger (a file a second): a batch may take 30 s of input, so a job that
+    #: scaled up works a backlog off faster than its batches' fixed cost (10 files capped the
+    #: catch-up of parallelism 6 at about 1.3 times that of 1)
+    max_files: int = 30
     start_parallelism: int = 1
     max_parallelism: int = 6
     sample_every: float = 5.0
-    concurrent: bool = False
+    concurrent: bool = True  # both runs at once (their work waits on the service)
     #: the autoscaler's keys (job.autoscaler.<key>)
     autoscaler: dict[str, str] = field(
         default_factory=lambda: {
@@ -150,6 +153,9 @@ class AutoscaleParams:
             "stabilization.interval": "1 min",
             "scale-down.interval": "5 min",
             "catch-up.duration": "3 min",
+            # one scale-down straight to what the low rate needs (Flink's 0.6 goes 6, 3, 2
+            # with scale-down.interval between them; each step is a restart)
+            "scale-down.max-factor": "0.9",
             "utilization.target": "0.4",
             "utilization.min": "0.3",
             "utilization.max": "0.8",
@@ -426,8 +432,13 @@ class Autoscale:
                 threads = [threading.Thread(target=r.run, daemon=True) for r in runs]
                 for thread in threads:
                     thread.start()
-                for thread in threads:
-                    thread.join()
+                try:
+                    for thread in threads:
+                        thread.join()
+                except BaseException:  # interrupted: the runs' threads die with the process
+                    for run in runs:
+                        run.cli.cleanup()
+                    raise
             else:
                 for run in runs:
                     run.run()
@@ -791,16 +802,16 @@ def main(argv: list[str] | None = None) -> int:
         help="short phases and autoscaler windows (90 s / 150 s / 105 s): a smoke test",
     )  # fmt: skip
     parser.add_argument("--dir", default="/tmp/flinkish-autoscale", help="work directory")
-    parser.add_argument("--rate", type=float, help="rows/s of the low phases (default 10)")
+    parser.add_argument("--rate", type=float, help="rows/s of the low phases (default 4)")
     parser.add_argument("--factor", type=float, help="the step's multiple of --rate (default 6)")
     parser.add_argument("--low", type=float, help="seconds of the first low phase (600)")
     parser.add_argument("--high", type=float, help="seconds of the high phase (600)")
     parser.add_argument("--low-after", type=float, help="seconds of the last low phase (600)")
-    parser.add_argument("--latency", type=float, help="the service's latency, seconds (0.02)")
+    parser.add_argument("--latency", type=float, help="the service's latency, seconds (0.1)")
     parser.add_argument("--max-parallelism", type=int, help="the autoscaler's highest (6)")
     parser.add_argument(
-        "--concurrent", action="store_true",
-        help="run both jobs at once (their work waits on the service, not on the cores)",
+        "--sequential", action="store_true",
+        help="run the two jobs one after the other (twice as long; by default both at once)",
     )  # fmt: skip
     parser.add_argument("--json", help="also write the result as JSON to this file")
     parser.add_argument(
@@ -823,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("rate", "factor", "low", "high", "low_after", "latency", "max_parallelism"):
         if getattr(args, name) is not None:
             setattr(params, name, getattr(args, name))
-    params.concurrent = args.concurrent
+    params.concurrent = not args.sequential
     try:
         result = Autoscale(Workspace(root), params, say=_progress).run()
     except KeyboardInterrupt:
