@@ -130,12 +130,12 @@ class Service:
 # -- parameters and results -------------------------------------------------------------------
 @dataclass
 class AutoscaleParams:
-    rate: float = 4.0  # rows/s of the low phases
+    rate: float = 2.0  # rows/s of the low phases (a slot looks up 10 rows/s at most)
     factor: float = 6.0  # the step: factor × rate
     low: float = 600.0  # seconds of each phase
     high: float = 600.0
     low_after: float = 600.0
-    latency: float = 0.100  # the service's, per request: a slot looks up 10 rows/s at most
+    latency: float = 0.100  # the service's, per request
     trigger: float = 5.0  # the job's processing-time trigger, seconds
     #: maxFilesPerTrigger (a file a second): a batch may take 30 s of input, so a job that
     #: scaled up works a backlog off faster than its batches' fixed cost (10 files capped the
@@ -802,7 +802,7 @@ def main(argv: list[str] | None = None) -> int:
         help="short phases and autoscaler windows (90 s / 150 s / 105 s): a smoke test",
     )  # fmt: skip
     parser.add_argument("--dir", default="/tmp/flinkish-autoscale", help="work directory")
-    parser.add_argument("--rate", type=float, help="rows/s of the low phases (default 4)")
+    parser.add_argument("--rate", type=float, help="rows/s of the low phases (default 2)")
     parser.add_argument("--factor", type=float, help="the step's multiple of --rate (default 6)")
     parser.add_argument("--low", type=float, help="seconds of the first low phase (600)")
     parser.add_argument("--high", type=float, help="seconds of the high phase (600)")
