@@ -24,7 +24,7 @@ from benchmarks.autoscale import (
 from benchmarks.report import Results, Section, markdown, validate, write_markdown
 from tests.benchmarks.test_report import MACHINE
 
-PARAMS = AutoscaleParams(low=60, high=120, low_after=60, trigger=5)  # step 60 s to 180 s
+PARAMS = AutoscaleParams(rate=10, low=60, high=120, low_after=60, trigger=5)  # step 60 s to 180 s
 
 
 def _record(at: float, to: int, direction: str, outcome: str = "COMPLETED") -> dict:
