@@ -16,6 +16,7 @@ from benchmarks.autoscale import (
     Sample,
     Service,
     figures,
+    grows_throughout,
     report,
     section_of,
     slot_seconds,
@@ -67,6 +68,18 @@ def test_a_result_written_as_json_reports_the_same_again() -> None:
     result = _result()
     again = AutoscaleResult.from_json(json.loads(json.dumps(result.to_json())))
     assert report(again) == report(result)
+
+
+def test_a_backlog_that_grows_in_steps_grows_and_one_that_levels_off_does_not() -> None:
+    # the fixed job's backlog of the full run: it rises by a batch's worth, drops by 30 files
+    # when the batch commits, and rises again; its last sample is not its largest
+    steps = [24, 144, 240, 300, 480, 360, 540, 720, 576, 756, 936, 756, 984, 900, 1080]
+    steps += [1260, 1080, 1260, 1440, 1260, 1392, 1572, 1392, 1572, 1752, 1466]
+    sawtooth = [Sample(600 + 24 * i, 1, 5000 + b, 5000) for i, b in enumerate(steps)]
+    assert grows_throughout(sawtooth, 600, 1200)
+    level = [Sample(s.at, 1, 5000 + min(s.backlog, 900), 5000) for s in sawtooth]  # flat
+    assert not grows_throughout(level, 600, 1200)
+    assert not grows_throughout(sawtooth[:10], 600, 1200)  # no samples at the step's end
 
 
 def test_slot_seconds_hold_each_samples_parallelism_until_the_next() -> None:
