@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.local_spark import stop_spark
+
 ROOT = Path(__file__).resolve().parents[2]
 JOBS_DIR = ROOT / "jobs"
 SCRIPTS_DIR = ROOT / "scripts"
@@ -38,9 +40,11 @@ def zip_jobs(dest: Path) -> Path:
     return archive_path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The one SparkSession of the jobs' tests: local[1], no UI, one shuffle partition."""
+    """The one SparkSession of the jobs' tests: local[1], no UI, one shuffle partition. Its
+    JVM ends with the package's last test (the package's modules run on one worker, one
+    after the other: tests/conftest.py's groups)."""
     from pyspark.sql import SparkSession
 
     work = tmp_path_factory.mktemp("spark")
@@ -57,7 +61,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield session
     for query in session.streams.active:
         query.stop()
-    session.stop()
+    stop_spark(session)
 
 
 def read_json_dir(path: Path) -> list[dict[str, Any]]:

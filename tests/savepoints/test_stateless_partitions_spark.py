@@ -16,6 +16,7 @@ import pytest
 from flinkish_cli.savepoints.layout import parse_offsets
 from flinkish_cli.savepoints.restore import set_stateless_partitions
 from flinkish_cli.storage import open_storage
+from tests.fixtures.local_spark import stop_spark
 from tests.fixtures.sink_log import committed_rows
 
 pytestmark = pytest.mark.spark
@@ -33,7 +34,7 @@ def spark() -> Iterator[Any]:
         .getOrCreate()
     )
     yield session
-    session.stop()
+    stop_spark(session)
 
 
 def _add(inputs: Path, n: int, rows: list[dict[str, Any]]) -> None:

@@ -35,6 +35,7 @@ from flinkish_cli.savepoints.dispose import dispose
 from flinkish_cli.savepoints.manifest import is_savepoint_name
 from flinkish_cli.savepoints.restore import open_source, restore_query
 from flinkish_cli.storage import LocalStorage, Storage, join, open_storage
+from tests.fixtures.local_spark import stop_spark
 from tests.fixtures.s3server import S3Server, after_uploads, start_s3_server
 from tests.storage.tcp_proxy import TcpProxy
 from tests.storage.tmpfs import fill, small_tmpfs
@@ -150,7 +151,7 @@ def counts_query(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CountsQue
         assert query.run(query.checkpoint) == query.truth()  # a restart, one more batch
         yield query
     finally:
-        spark.stop()
+        stop_spark(spark)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from flinkish_cli.storage import (
     relative_to,
 )
 from flinkish_cli.storage.hdfs import HdfsStorage
+from tests.fixtures.local_spark import stop_spark
 
 
 @pytest.mark.spark
@@ -52,7 +53,7 @@ def test_hdfs_storage_through_hadoop_filesystem(tmp_path: Path) -> None:
             _exercise(storage, f"file://{tmp_path}/{id(storage)}", tmp_path)
     finally:
         if owned:
-            spark.stop()
+            stop_spark(spark)
 
 
 def _exercise(s: HdfsStorage, root: str, tmp_path: Path) -> None:
