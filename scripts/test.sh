@@ -3,7 +3,9 @@
 # (pyproject.toml's [tool.importlinter] contracts), then pytest.
 # FLINKISH_SOAK_ROUNDS sets the rounds of the kill tests (CI keeps the short default).
 # FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 2: one per core here; a test
-# module always runs whole on one worker, so its module fixtures start once; 0 runs serially).
+# module always runs whole on one worker, so its module fixtures start once, and the modules of
+# the shared Connect server and standalone cluster share one worker: tests/conftest.py's
+# groups; 0 runs serially).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test
@@ -14,4 +16,4 @@ workers=${FLINKISH_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
   exec .venv/bin/pytest "$@"
 fi
-exec .venv/bin/pytest -n "$workers" --dist loadfile --durations=15 "$@"
+exec .venv/bin/pytest -n "$workers" --dist loadgroup --durations=15 "$@"

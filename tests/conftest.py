@@ -13,6 +13,8 @@ same and the serial collector: ``TEST_JVM_OPTIONS``.) The product never sets it.
 
 import os
 
+import pytest
+
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 pytest_plugins = [
@@ -29,11 +31,31 @@ pytest_plugins = [
 ]
 
 
+#: Session fixtures that start a cluster: a pytest-xdist worker starts each once, for every
+#: module that uses it (see :func:`pytest_collection_modifyitems`).
+SHARED_CLUSTERS = {"connect_server", "spark_cluster"}
+#: Packages whose modules share one fixture of a wider scope, so run on one worker together:
+#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py).
+SHARED_PACKAGES = {"jobs"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list) -> None:
     """A test of a real cluster starts JVMs: ``cluster`` implies ``spark``, so that the fast
-    run (``-m "not spark"``) starts none."""
-    import pytest
+    run (``-m "not spark"``) starts none.
 
+    Every test gets an ``xdist_group`` for ``--dist loadgroup`` (scripts/test.sh): its module
+    (a module runs whole on one worker, so its module fixtures start once), except that the
+    modules using a shared cluster (:data:`SHARED_CLUSTERS`) form one group, so that one
+    worker starts one Connect server and one standalone cluster for all of them, and a
+    package of :data:`SHARED_PACKAGES` is one group."""
+    shared = {item.path for item in items if SHARED_CLUSTERS & set(item.fixturenames)}
     for item in items:
         if item.get_closest_marker("cluster") and not item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.spark)
+        group = item.nodeid.split("::")[0]
+        if item.path in shared:
+            group = "shared-clusters"
+        elif item.path.parent.name in SHARED_PACKAGES and item.path.parent.parent.name == "tests":
+            group = f"tests/{item.path.parent.name}"
+        item.add_marker(pytest.mark.xdist_group(group))
