@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -324,13 +324,20 @@ def write_markdown(results: Results, path: Path) -> None:
     from benchmarks.soak import keep_section
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    page = markdown(results)
     before = path.read_text() if path.exists() else ""
-    for begin, end in (
-        (soak.DOCS_BEGIN, soak.DOCS_END),
-        (autoscale.DOCS_BEGIN, autoscale.DOCS_END),
-    ):
-        if begin in before and end in before:
-            section = begin + before.split(begin, 1)[1].split(end, 1)[0] + end
-            page = keep_section(page, section + "\n", begin, end)
+    kept = [
+        (key, begin, end)
+        for key, begin, end in (
+            ("soak", soak.DOCS_BEGIN, soak.DOCS_END),
+            ("autoscale", autoscale.DOCS_BEGIN, autoscale.DOCS_END),
+        )
+        if begin in before and end in before
+    ]
+    # a section this run skipped gives way to the one its own script wrote (no second heading)
+    replaced = {key for key, _, _ in kept}
+    shown = [s for s in results.sections if not (s.skipped and s.key in replaced)]
+    page = markdown(replace(results, sections=shown))
+    for _, begin, end in kept:
+        section = begin + before.split(begin, 1)[1].split(end, 1)[0] + end
+        page = keep_section(page, section + "\n", begin, end)
     path.write_text(page)

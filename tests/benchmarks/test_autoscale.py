@@ -135,9 +135,15 @@ def test_its_docs_section_is_kept_by_the_benchmark_and_the_soaks(tmp_path: Path)
     assert "autoscale: first" not in text and text.count("## 10. The autoscaler") == 1
     from benchmarks.report import Row
 
-    write_markdown(_results(Row("x", 0.1, "s", "ref", 0.1, [0.1], [0.1])), page)
+    results = _results(Row("x", 0.1, "s", "ref", 0.1, [0.1], [0.1]))
+    # a full run skips the autoscaler's section (BENCH_AUTOSCALE unset): the kept one stands
+    results.sections.append(
+        Section(key="autoscale", title="10. The autoscaler", method="m", skipped="not run")
+    )
+    write_markdown(results, page)
     text = page.read_text()
     assert "soak: exactly once" in text and "autoscale: second" in text
+    assert text.count("## 10. The autoscaler") == 1 and "not run" not in text
     assert text.index("## 9. The soak") < text.index("## 10. The autoscaler")
     assert text.index("## 10. The autoscaler") < text.index("## Parameters of this run")
 
