@@ -167,6 +167,13 @@ def local_master(config: Lookup) -> str:
     return f"local[{max(slots, int(config.get('parallelism.default')))}]"
 
 
+def standalone_cores(parallelism: int, slots: int) -> str:
+    """``spark.cores.max`` of a job on a standalone cluster: as many cores as subtasks, and at
+    least one executor's slots (Spark standalone otherwise gives a job every free core, so a
+    job's parallelism would not be what it holds). A job's own ``spark.cores.max`` wins."""
+    return str(max(parallelism, slots))
+
+
 def heap_of_process(process: int) -> int:
     """The JVM heap flinkish gives a process of ``process`` bytes (Flink's process size).
 

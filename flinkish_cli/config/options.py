@@ -691,7 +691,8 @@ OPTIONS: tuple[Option, ...] = (
         check=at_least(1, "an integer"),
         spark=m.parallelism,
         spark_doc="`spark.sql.shuffle.partitions`, `spark.default.parallelism`; "
-        "`spark.sql.adaptive.coalescePartitions.enabled` = false (a -D of it wins)",
+        "`spark.sql.adaptive.coalescePartitions.enabled` = false (a -D of it wins); on a "
+        "standalone cluster `spark.cores.max` = max(parallelism, slots) (a -D of it wins)",
         emit_default=True,
     ),
     Option(

@@ -334,7 +334,7 @@ class Supervisor:
         master's threads, as ``run -p`` sets them, and on a standalone cluster the cores the
         job's executors take (``spark.cores.max``)."""
         from flinkish_cli.config import Configuration
-        from flinkish_cli.config.mappings import local_master
+        from flinkish_cli.config.mappings import local_master, standalone_cores
         from flinkish_cli.config.mappings import parallelism as partitions
         from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, RestorePlan
 
@@ -353,8 +353,8 @@ class Supervisor:
             if word == "--master" and argv[index + 1].startswith("local["):
                 argv[index + 1] = local_master(config)
             if word == "--master" and argv[index + 1].startswith("spark://"):
-                # a standalone cluster's executors get as many cores as the parallelism
-                cores = str(max(parallelism, int(config.get("taskmanager.numberOfTaskSlots"))))
+                slots = int(config.get("taskmanager.numberOfTaskSlots"))
+                cores = standalone_cores(parallelism, slots)
                 if "spark.cores.max" in values:
                     text = replace_property(text, "spark.cores.max", cores)
                 else:

@@ -186,6 +186,30 @@ def test_standalone_uses_client_mode_and_local_python() -> None:
     assert "spark.pyspark.driver.python" in command.properties
 
 
+@pytest.mark.parametrize(
+    ("flink_conf", "cores"),
+    [
+        ({"parallelism.default": "3", "taskmanager.numberOfTaskSlots": "2"}, "3"),
+        ({"parallelism.default": "1", "taskmanager.numberOfTaskSlots": "2"}, "2"),
+        ({"parallelism.default": "4"}, "4"),
+        ({"parallelism.default": "4", "spark.cores.max": "6"}, "6"),  # the user's own wins
+    ],
+)
+def test_on_a_standalone_cluster_the_parallelism_is_the_cores_the_job_holds(
+    flink_conf: dict[str, str], cores: str
+) -> None:
+    """As ``run -p N`` reads it on Flink's cluster, and as a rescale sets it: without
+    ``spark.cores.max`` Spark's standalone master gives a job every free core."""
+    from flinkish_cli.config import Configuration
+    from flinkish_cli.config.translate import to_spark
+
+    conf = to_spark(Configuration.from_flat(flink_conf)).conf
+    standalone = _command(Deployment("remote", "spark://127.0.0.1:7077", "client"), conf)
+    assert standalone.properties["spark.cores.max"] == cores
+    local = _command(Deployment("local", "local[4]", "client"), conf)
+    assert local.properties.get("spark.cores.max") == flink_conf.get("spark.cores.max")
+
+
 def test_yarn_application_needs_hadoop_conf(monkeypatch) -> None:
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.delenv("YARN_CONF_DIR", raising=False)
