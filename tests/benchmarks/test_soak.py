@@ -1,8 +1,7 @@
 """The soak in its short form (the suite's; ``scripts/soak`` runs it for hours): a job with
 input, periodic savepoints, ``flinkish web`` polled, two JVM kills and an upgrade, on real
 Spark, ends exactly once, with the log bounded by its roll and the report well formed.
-Growth figures are reported, never asserted: 80 seconds say nothing of an hour. The
-schedule keeps both kills (36 s, 72 s) and puts the upgrade between them (58 s)."""
+Growth figures are reported, never asserted: two minutes say nothing of an hour."""
 
 from __future__ import annotations
 
@@ -16,9 +15,9 @@ from benchmarks.soak import LOG_MAX, Soak, SoakParams, report
 pytestmark = [pytest.mark.spark, pytest.mark.soak]
 
 
-def test_a_short_soak_ends_exactly_once(tmp_path: Path) -> None:
+def test_a_two_minute_soak_ends_exactly_once(tmp_path: Path) -> None:
     params = SoakParams(
-        duration=80, input_every=2, savepoint_every="10 s", kill_every=36, upgrade_every=40,
+        duration=110, input_every=2, savepoint_every="10 s", kill_every=40, upgrade_every=70,
         sample_every=10,
     )  # fmt: skip
     result = Soak(Workspace(tmp_path), params, say=lambda line: None).run()
@@ -26,7 +25,7 @@ def test_a_short_soak_ends_exactly_once(tmp_path: Path) -> None:
     assert result.kills == 2
     [upgrade] = result.upgrades
     assert " completed: " in upgrade or " rolled back: " in upgrade, upgrade
-    assert result.polls >= 0.75 * params.duration / params.poll_every and result.poll_errors == 0
+    assert result.polls > 100 and result.poll_errors == 0
     end = result.samples[-1]
     assert end.disk["logs"] <= (LOG_MAX + 1) * 1024 * 1024 * len(result.jobs)
     assert end.disk["savepoints"] > 0 and end.disk["checkpoint state"] > 0
