@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from flinkish_cli.spark import cds
+from flinkish_cli.spark.install import pyspark_home
 from tests.fixtures.flinkish_env import (
     TEST_JVM_OPTIONS,
     FlinkishEnv,
@@ -42,12 +44,20 @@ TEXT = ["the quick brown fox", "jumps over the lazy dog", "the dog sleeps", "a f
 
 
 def spark_submit(script: str, *args: str, workdir: Path) -> subprocess.CompletedProcess[str]:
-    """The script under plain spark-submit, local[2], as its author would run it."""
+    """The script under plain spark-submit, local[2], as its author would run it. Its JVM
+    gets what flinkish's drivers get and Spark's results do not depend on: the test JVM
+    options and the drivers' class-data sharing archive when there is one (which needs the
+    archive's fixed, empty ``SPARK_CONF_DIR``; Spark's defaults apply as with none)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLINK", "PYSPARK"))}
     env |= {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    java_options = [TEST_JVM_OPTIONS]
+    archive = cds.archive_path(pyspark_home())
+    if archive is not None and cds.usable(archive):
+        env["SPARK_CONF_DIR"] = str(cds.spark_conf_dir())
+        java_options += [*cds.jvm_logging_options(), *cds.driver_options(archive)]
     command = [SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
-    command += ["--conf", f"spark.driver.extraJavaOptions={TEST_JVM_OPTIONS}"]  # as flinkish's
+    command += ["--conf", f"spark.driver.extraJavaOptions={' '.join(java_options)}"]
     result = subprocess.run(
         [*command, str(IDIOMS / script), str(workdir), *args],
         env=env,

@@ -116,23 +116,6 @@ def test_session_cluster_serves_a_streaming_job_and_stops(
 
 
 @pytest.mark.spark
-def test_connect_server_fixture_serves_clients(
-    connect_server: ConnectServer, tmp_path: Path
-) -> None:
-    expected = write_orders(tmp_path / "orders", files=1)
-    result = run_client(
-        connect_server,
-        APP,
-        str(tmp_path / "orders"),
-        str(tmp_path / "out"),
-        str(tmp_path / "checkpoint"),
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "master=local[2]" in result.stdout
-    assert last_batch_counts(tmp_path / "out") == dict(expected)
-
-
-@pytest.mark.spark
 @pytest.mark.cluster
 def test_session_cluster_over_standalone(tmp_path: Path) -> None:
     cluster_dir = tmp_path / "cluster"
