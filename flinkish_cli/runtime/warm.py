@@ -18,8 +18,9 @@
    (one line, then end of file), when the job is a detached session-cluster job whose
    environment is the spare's; otherwise the job starts cold, as before. A spare that died is
    replaced on the spot; with none yet, one is started and handed the job at once (never
-   slower than a cold start). The next spare starts :data:`REPLACE_DELAY` seconds later, so
-   its imports do not compete with the job's start for the CPU.
+   slower than a cold start). The next spare starts once the job has started
+   (:meth:`WarmRunner.refill_after`: RUNNING or ended, at most :data:`REFILL_TIMEOUT`
+   seconds later), so that its imports do not compete with the job's start for the CPU.
 3. The spare supervisor (:func:`serve_one_job`) points its standard input at ``/dev/null``
    and its output at the job's log, as ``launch()`` would have, then runs the job as any
    supervisor does. Its first driver attempt hands the spare client the run directory
@@ -44,6 +45,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,8 +53,10 @@ log = logging.getLogger("flinkish.warm")
 
 #: The argument of the supervisor and the client that makes them spares.
 WARM_FLAG = "--warm"
-#: Seconds between handing a spare a job and starting the next spare.
-REPLACE_DELAY = 5.0
+#: The next spare starts at the latest this many seconds after a spare was handed a job.
+REFILL_TIMEOUT = 60.0
+#: How often :meth:`WarmRunner.refill_after` asks whether the job has started.
+REFILL_POLL = 0.25
 #: The line in a job's log that says its client was a warm one.
 WARM_CLIENT_LINE = "Driver attempt %d: process %d (a warm client)."
 
@@ -109,14 +113,11 @@ class WarmRunner:
         self,
         environment: dict[str, str],
         command: list[str] | None = None,
-        replace_delay: float = REPLACE_DELAY,
     ) -> None:
         self.environment = dict(environment)
         self.command = command or supervisor_command()
-        self.replace_delay = replace_delay
         self.taken = 0  # jobs handed to spares
         self._spare: subprocess.Popen[bytes] | None = None
-        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -134,9 +135,6 @@ class WarmRunner:
         with self._lock:
             if self._closed:
                 return None
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             for _ in range(2):  # a spare that just died: one more, at once
                 try:
                     spare = self._ensure_spare()
@@ -150,11 +148,28 @@ class WarmRunner:
             else:
                 return None
             self.taken += 1
-            self._timer = threading.Timer(self.replace_delay, self._replace)
-            self._timer.daemon = True
-            self._timer.start()
         log.info("Job of %s handed to warm runner %d.", run_dir.name, spare.pid)
         return spare
+
+    def refill_after(self, started: Callable[[], bool], timeout: float = REFILL_TIMEOUT) -> None:
+        """Start the next spare (when there is none) once ``started()`` holds (the job just
+        handed over runs or has ended), at the latest after ``timeout`` seconds; in a thread
+        of its own. A ``started`` that raises counts as not yet."""
+
+        def wait() -> None:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and not self._closed:
+                try:
+                    if started():
+                        break
+                except Exception:
+                    pass
+                time.sleep(REFILL_POLL)
+            with self._lock:
+                if not self._closed:
+                    self._ensure_spare()
+
+        threading.Thread(target=wait, name="flinkish-warm-refill", daemon=True).start()
 
     def spare_pid(self) -> int | None:
         """The waiting spare's pid (None while there is none)."""
@@ -166,17 +181,9 @@ class WarmRunner:
         """Stop the spare (it holds no job); no other spare starts."""
         with self._lock:
             self._closed = True
-            if self._timer is not None:
-                self._timer.cancel()
             spare, self._spare = self._spare, None
         if spare is not None:
             _end_spare(spare)
-
-    def _replace(self) -> None:
-        with self._lock:
-            self._timer = None
-            if not self._closed:
-                self._ensure_spare()
 
     def _ensure_spare(self) -> subprocess.Popen[bytes]:
         """The waiting spare, a new one when there is none or it died (lock held)."""

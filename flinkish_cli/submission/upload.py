@@ -46,6 +46,8 @@ from typing import Any
 
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.jobid import is_job_id
+from flinkish_cli.registry.status import JobState
+from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission import packaging
 from flinkish_cli.submission.submit import RunRequest, check_program
@@ -283,4 +285,12 @@ def start_uploaded(
     if run.origin:  # the user's program, not the upload's copy
         prepared.program.origin = run.origin
     submit.start(prepared, pipe_output=False, environment=environment, warm=warm)
-    return prepared.plan.job_id
+    job_id = prepared.plan.job_id
+    if warm is not None:  # the next spare once this job runs (its imports would slow it)
+        warm.refill_after(lambda: _has_started(prepared.registry, job_id))
+    return job_id
+
+
+def _has_started(registry: JobRegistry, job_id: str) -> bool:
+    status = registry.find(job_id)
+    return status is not None and (status.state is JobState.RUNNING or status.state.is_terminal)

@@ -38,10 +38,10 @@ def _env(**extra: str) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO), **extra}
 
 
-def _runner(tmp_path: Path, delay: float = 30.0) -> tuple[warm.WarmRunner, Path]:
+def _runner(tmp_path: Path) -> tuple[warm.WarmRunner, Path]:
     seen = tmp_path / "seen"
     command = [sys.executable, "-c", SPARE, str(seen)]
-    return warm.WarmRunner(_env(MARK="job-env"), command, delay).start(), seen
+    return warm.WarmRunner(_env(MARK="job-env"), command).start(), seen
 
 
 def _wait_for(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -51,8 +51,8 @@ def _wait_for(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-unty
         time.sleep(0.02)
 
 
-def test_a_spare_serves_one_job_and_the_next_one_starts_later(tmp_path: Path) -> None:
-    runner, seen = _runner(tmp_path, delay=0.1)
+def test_a_spare_serves_one_job_and_the_next_one_starts_once_it_runs(tmp_path: Path) -> None:
+    runner, seen = _runner(tmp_path)
     try:
         first = runner.spare_pid()
         assert first is not None
@@ -62,9 +62,17 @@ def test_a_spare_serves_one_job_and_the_next_one_starts_later(tmp_path: Path) ->
         assert spare is not None and spare.pid == first
         assert spare.wait(10) == 3
         assert seen.read_text() == f"{tmp_path / 'run-1'} job-env\n"
-        assert runner.spare_pid() is None  # the next spare waits REPLACE_DELAY
+        running = False
+        runner.refill_after(lambda: running)
+        time.sleep(3 * warm.REFILL_POLL)
+        assert runner.spare_pid() is None  # the next spare waits until the job runs
+        running = True
         _wait_for(lambda: runner.spare_pid() is not None)
-        assert runner.spare_pid() != first and runner.taken == 1
+        second = runner.spare_pid()
+        assert second != first and runner.taken == 1
+        runner.refill_after(lambda: 1 / 0, timeout=0.1)  # a spare there already: no other
+        time.sleep(0.3)
+        assert runner.spare_pid() == second
     finally:
         runner.close()
 
