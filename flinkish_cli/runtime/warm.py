@@ -15,12 +15,14 @@
    one line from its standard input: a run directory.
 2. A job's ``launch()`` writes the run directory's files as for any job and, instead of
    starting a cold supervisor, :meth:`WarmRunner.take` hands the spare that run directory
-   (one line, then end of file), when the job is a detached session-cluster job whose
-   environment is the spare's; otherwise the job starts cold, as before. A spare that died is
-   replaced on the spot; with none yet, one is started and handed the job at once (never
-   slower than a cold start). The next spare starts once the job has started
-   (:meth:`WarmRunner.refill_after`: RUNNING or ended, at most :data:`REFILL_TIMEOUT`
-   seconds later), so that its imports do not compete with the job's start for the CPU.
+   (one line, then end of file), when the job is a session-cluster job whose output goes to
+   its log (every job submitted through flinkish web) and whose environment is the spare's;
+   otherwise the job starts cold, as before. A spare that dies while it waits is replaced
+   (:meth:`WarmRunner._watch`; one that died young only when the next job comes); with no
+   spare alive, one is started and handed the job at once (never slower than a cold start).
+   The next spare starts once the job has started (:meth:`WarmRunner.refill_after`: RUNNING
+   or ended, at most :data:`REFILL_TIMEOUT` seconds later), so that its imports do not
+   compete with the job's start for the CPU.
 3. The spare supervisor (:func:`serve_one_job`) points its standard input at ``/dev/null``
    and its output at the job's log, as ``launch()`` would have, then runs the job as any
    supervisor does. Its first driver attempt hands the spare client the run directory
@@ -57,6 +59,10 @@ WARM_FLAG = "--warm"
 REFILL_TIMEOUT = 60.0
 #: How often :meth:`WarmRunner.refill_after` asks whether the job has started.
 REFILL_POLL = 0.25
+#: How often a waiting spare is checked; one that dies sooner than SHORTEST_LIFE seconds
+#: after it started is replaced only when the next job comes.
+WATCH_POLL = 1.0
+SHORTEST_LIFE = 10.0
 #: The line in a job's log that says its client was a warm one.
 WARM_CLIENT_LINE = "Driver attempt %d: process %d (a warm client)."
 
@@ -198,7 +204,33 @@ class WarmRunner:
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,  # it becomes a job's supervisor, which outlives us
             )
+            watch = threading.Thread(
+                target=self._watch, args=(self._spare,), name="flinkish-warm-watch", daemon=True
+            )
+            watch.start()
         return self._spare
+
+    def _watch(self, spare: subprocess.Popen[bytes]) -> None:
+        """Replace ``spare`` when it dies while it waits (killed, out of memory), unless it
+        lived less than :data:`SHORTEST_LIFE` (a spare that cannot start: the next job
+        starts one); return once it was handed a job or the runner closed."""
+        born = time.monotonic()
+        while True:
+            try:
+                code = spare.wait(timeout=WATCH_POLL)
+            except subprocess.TimeoutExpired:
+                if self._spare is not spare:
+                    return  # handed a job, or closed
+                continue
+            with self._lock:
+                if self._spare is not spare or self._closed:
+                    return
+                self._spare = None
+                lived = time.monotonic() - born
+                log.warning("The warm runner %d died (status %s).", spare.pid, code)
+                if lived >= SHORTEST_LIFE:
+                    self._ensure_spare()
+            return
 
 
 def _send_line(process: subprocess.Popen[bytes], line: str) -> bool:

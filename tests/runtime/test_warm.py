@@ -77,13 +77,24 @@ def test_a_spare_serves_one_job_and_the_next_one_starts_once_it_runs(tmp_path: P
         runner.close()
 
 
-def test_a_dead_spare_is_replaced_and_a_closed_runner_ends_its_spare(tmp_path: Path) -> None:
+def test_a_dead_spare_is_replaced_and_a_closed_runner_ends_its_spare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(warm, "WATCH_POLL", 0.05)
+    monkeypatch.setattr(warm, "SHORTEST_LIFE", 0.0)
     runner, seen = _runner(tmp_path)
     try:
+        killed = runner.spare_pid()
+        assert killed is not None
+        os.killpg(killed, 9)  # in a session of its own: its group is its own
+        _wait_for(lambda: runner.spare_pid() not in (None, killed))  # seen dead: replaced
+        monkeypatch.setattr(warm, "SHORTEST_LIFE", 60.0)
         dead = runner.spare_pid()
         assert dead is not None
-        os.killpg(dead, 9)  # in a session of its own: its group is its own
+        os.killpg(dead, 9)  # died young: replaced when the next job comes
         _wait_for(lambda: runner.spare_pid() is None)
+        time.sleep(0.2)
+        assert runner.spare_pid() is None
         spare = runner.take(tmp_path / "run-2", _env(MARK="job-env"))
         assert spare is not None and spare.pid != dead
         spare.wait(10)
