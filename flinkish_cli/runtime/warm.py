@@ -6,7 +6,8 @@
 1. The spare is ``python -m flinkish_cli.runtime.supervisor --warm``, started ahead of time
    in a session of its own with the environment a submitted job gets (the server's
    :data:`~flinkish_cli.submission.upload.KEPT_ENVIRONMENT`: none of its secrets), its
-   standard input a pipe from the server and its output the server's standard error. It
+   standard input a pipe from the server, its standard output discarded and its standard
+   error the server's (until it has a job). It
    imports what a supervisor needs and starts **its spare client**,
    ``python <entry>/flinkish_connect_client.py --warm`` (:func:`connect_client_file`), in a
    session of its own, its standard input a pipe from the supervisor. The client imports
@@ -135,7 +136,8 @@ class WarmRunner:
 
     def take(self, run_dir: Path, environment: dict[str, str]) -> subprocess.Popen[bytes] | None:
         """Hand ``run_dir`` (its files written) to the spare; the spare's process, now the
-        job's supervisor. None when the job wants another environment (it starts cold)."""
+        job's supervisor. None when the job wants another environment, the runner is closed
+        or no spare could start: the job starts cold."""
         if environment != self.environment:
             return None
         with self._lock:
@@ -285,7 +287,7 @@ def point_streams(log_path: str) -> None:
             stream.flush()
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     null = os.open(os.devnull, os.O_RDONLY)
-    out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # as open("ab")
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
@@ -327,7 +329,10 @@ def serve_one_job(
         if spare is not None:
             _end_spare(spare)
         return None
-    point_streams(SupervisorSpec.read(run_dir).log_path)
+    try:
+        point_streams(SupervisorSpec.read(run_dir).log_path)
+    except Exception as error:  # Supervisor.load meets it too, and fails the job's start
+        print(f"flinkish warm runner: {run_dir}: {error}", file=sys.stderr)
     return run_dir, spare
 
 
