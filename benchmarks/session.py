@@ -7,7 +7,10 @@ measuring, side by side in one run and interleaved:
 * ``flinkish run -d jobs/counts_per_key.py`` until its "Job has been submitted with JobID"
   line and until the job's status is RUNNING, with a fresh driver (the default local target:
   spark-submit starts a JVM for the job) and with ``-m sc://127.0.0.1:PORT`` (a client process
-  that talks to the already running server); each job is cancelled after it is measured;
+  that talks to the already running server), and with ``-m 127.0.0.1:<flinkish web>`` (the
+  program uploaded to the flinkish web start-cluster.sh starts in front of the server, with
+  ``web.submit.enable``, which starts it in its warm runner); each job is cancelled after it is
+  measured;
 * a bounded BATCH run of ``benchmarks/jobs/bench_counts.py`` over a few hundred rows, end to
   end (attached ``flinkish run -D execution.runtime-mode=BATCH``), both ways, its output
   checked against the true counts.
@@ -54,6 +57,8 @@ SCRIPT = JOBS / "counts_per_key.py"
 START = REPO / "scripts" / "start-cluster.sh"
 STOP = REPO / "scripts" / "stop-cluster.sh"
 RUN_GOAL = 0.15  # a steady session run -d at most 0.15 of a fresh driver's
+WARM_GOAL = 0.2  # a warm job through flinkish web: at most 0.2 of a fresh driver's (issue 27)
+WARM_SECONDS = 1.0  # ... and at most 1.0 s
 FIRST_GOAL = 0.3  # the first job after start-cluster.sh --session at most 0.3
 BATCH_GOAL = 0.4  # a small bounded job end to end at most 40% of a fresh driver's
 #: The server waits this long for a Python worker (foreachBatch) to connect back; Spark's
@@ -94,6 +99,8 @@ class SessionCluster:
     url: str
     directory: Path
     start_seconds: float
+    #: ``host:port`` of the flinkish web in front of it (None when it did not start)
+    web: str | None = None
 
 
 def _say(message: str) -> None:
@@ -123,13 +130,16 @@ def session_cluster(workspace: Workspace, conf_dir: Path) -> Iterator[SessionClu
         conf_dir,
         "--session-conf",
         WORKER_TIMEOUT,
+        "--rest-port",
+        "0",
     ]
     try:
         started = run_timed(argv, server_env(), workspace.root, timeout=300).check()
         url = started.stdout.strip().splitlines()[-1]
         if not url.startswith("sc://"):
             raise BenchError(f"start-cluster.sh printed no sc:// URL:\n{started.stdout}")
-        yield SessionCluster(url=url, directory=directory, start_seconds=started.seconds)
+        web = read_text(directory / "web.url").strip().removeprefix("http://") or None
+        yield SessionCluster(url, directory, started.seconds, web)
     finally:
         run_timed([STOP, "--dir", directory], server_env(), workspace.root, timeout=120)
 
@@ -143,8 +153,12 @@ class Runs:
         self.cluster = cluster
         self.count = 0
         self.steps: list[dict[str, float]] = []
+        self.warm: list[bool] = []  # whether each job through flinkish web started warm
 
     def master(self, target: str) -> list[str]:
+        if target == "web":
+            assert self.cluster.web is not None
+            return ["-m", self.cluster.web]
         return ["-m", self.cluster.url] if target == "session" else []
 
     def run_detached(self, target: str, data: Path) -> Submission:
@@ -154,6 +168,8 @@ class Runs:
         args = ["--input", str(data), "--output", str(run_dir / "output")]
         submission = self.cli.submit_detached(*self.master(target), str(SCRIPT), *args, cwd=run_dir)
         self.cli.cancel_and_wait(submission.job_id)
+        if target == "web":
+            self.warm.append("(a warm client)" in read_text(self.cli.log_path(submission.job_id)))
         if target == "session":
             steps = session_steps(read_text(self.cli.log_path(submission.job_id)))
             if steps:
@@ -219,7 +235,9 @@ def check_counts(output: Path, truth: dict[str, int], what: str) -> int:
 
 def run(workspace: Workspace, params: SessionParams, ncores: int) -> tuple[Section, SessionFigures]:
     """Measure both ways; the section, and the figures for section 8."""
-    conf_dir = workspace.conf_dir("session", {"parallelism.default": ncores})
+    conf_dir = workspace.conf_dir(
+        "session", {"parallelism.default": ncores, "web.submit.enable": "true"}
+    )
     cli = FlinkishCli(conf_dir, workspace.root)
     stream_data = workspace.dir("session", "transactions")
     write_transactions(stream_data, params.stream_keys, 2)
@@ -245,6 +263,8 @@ def run(workspace: Workspace, params: SessionParams, ncores: int) -> tuple[Secti
     )
     section.rows = [first_row(first, detached["fresh"])]
     section.rows += detached_rows(detached, params.run_reps, cluster, runs.steps)
+    if detached["web"]:
+        section.rows.append(warm_row(detached, params.run_reps, runs.warm))
     section.rows.append(batch_row(batch, params, sum(truth.values())))
     section.notes += notes(figures, runs.steps)
     return section, figures
@@ -262,7 +282,11 @@ def method(params: SessionParams, ncores: int) -> str:
         f"{ncores}]`, its Python workers on this virtual environment's Python, "
         f"`--session-conf {WORKER_TIMEOUT}`), jobs submitted with `-m sc://127.0.0.1:PORT`; "
         "the script warms the server before it returns (one short job), its start-up is "
-        "reported separately, and the first job after it is reported on its own.\n\n"
+        "reported separately, and the first job after it is reported on its own. **Through "
+        "flinkish web**: the same `run -d` with `-m 127.0.0.1:PORT` of the flinkish web that "
+        "start-cluster.sh starts in front of the server (`web.submit.enable: true`), which "
+        "takes the uploaded program and starts it in its warm runner (README, *The warm "
+        "runner*); each such run follows a fresh driver's.\n\n"
         "* **run -d**: `flinkish run -d jobs/counts_per_key.py` (two queries: a running count "
         "per account written by `foreachBatch`, and a JSON file sink) over "
         f"{params.stream_keys:,} transactions, timed from the command's start until the "
@@ -280,10 +304,14 @@ def method(params: SessionParams, ncores: int) -> str:
 
 
 def measure_detached(runs: Runs, data: Path, reps: int) -> dict[str, list[Submission]]:
-    """``reps`` run -d per target, interleaved (the first target alternates)."""
-    found: dict[str, list[Submission]] = {"fresh": [], "session": []}
+    """``reps`` run -d per target, interleaved (the first target alternates); through
+    flinkish web always after a fresh driver's, so that its warm runner's next spare (started
+    once the previous job runs) is ready, as for a job that does not follow another at once."""
+    found: dict[str, list[Submission]] = {"fresh": [], "session": [], "web": []}
+    web = ("web",) if runs.cluster.web else ()
     for rep in range(reps):
-        for target in ("fresh", "session") if rep % 2 == 0 else ("session", "fresh"):
+        order = ("fresh", *web, "session") if rep % 2 == 0 else ("session", "fresh", *web)
+        for target in order:
             submission = runs.run_detached(target, data)
             found[target].append(submission)
             _say(
@@ -373,6 +401,29 @@ def detached_rows(
             }
         )
     return rows
+
+
+def warm_row(found: dict[str, list[Submission]], reps: int, warm: list[bool]) -> Row:
+    """A job submitted through flinkish web (its warm runner) against a fresh driver."""
+    fresh = [s.to_job_id for s in found["fresh"]]
+    web = [s.to_job_id for s in found["web"]]
+    return Row(
+        measurement="session cluster through flinkish web (`-m 127.0.0.1:<port>`, the warm "
+        f"runner): run -d until the JobID line (median of {reps})",
+        value=median(web),
+        unit="s",
+        reference="fresh driver: run -d until the JobID line",
+        reference_value=median(fresh),
+        samples=web,
+        reference_samples=fresh,
+        goal=f"ratio ≤ {WARM_GOAL:.2f} and ≤ {WARM_SECONDS:.1f} s",
+        goal_met=median(web) <= min(WARM_GOAL * median(fresh), WARM_SECONDS),
+        details={
+            "runs through flinkish web, seconds": web,
+            "until RUNNING, seconds": [s.to_running for s in found["web"]],
+            "started in the warm runner (the job's log)": warm,
+        },
+    )
 
 
 def batch_row(found: dict[str, list[tuple[float, float]]], params: SessionParams, rows: int) -> Row:

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
     from flinkish_cli.runtime.planner import QueryPlan
+    from flinkish_cli.runtime.warm import WarmRunner
     from flinkish_cli.state.export import Export
     from flinkish_cli.state.model import StateListing, StoreRows
     from flinkish_cli.submission.run import Presenter
@@ -161,6 +162,8 @@ class JobClient:
         self.keep_reads = keep_reads
         self._registry: JobRegistry | None = None
         self._state_reads: StateReads | None = None
+        #: flinkish web's warm runner for submitted programs (:meth:`keep_warm_runner`)
+        self.warm: WarmRunner | None = None
 
     def open(self) -> JobClient:
         """Open the registry now, so that a storage that cannot be used fails here."""
@@ -200,6 +203,20 @@ class JobClient:
 
         return unpack(archive, Path(upload_dir).expanduser())
 
+    def keep_warm_runner(self) -> None:
+        """``flinkish web``: keep a warm runner that uploaded programs start in (one spare
+        job process started ahead; :mod:`flinkish_cli.runtime.warm`) until :meth:`close`."""
+        from flinkish_cli.submission.upload import warm_runner
+
+        if self.warm is None:
+            self.warm = warm_runner()
+
+    def close(self) -> None:
+        """Stop what this client keeps running (the warm runner's spare)."""
+        warm, self.warm = self.warm, None
+        if warm is not None:
+            warm.close()
+
     def run_upload(self, upload_dir: str, upload_id: str, body: Any, session_cluster: str) -> str:
         """``flinkish web``: start an uploaded program on the session cluster, with the
         configuration its run request carries (:mod:`flinkish_cli.submission.upload`); its
@@ -210,7 +227,7 @@ class JobClient:
 
         run = upload.UploadedRun.from_json(body)
         found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
-        return upload.start_uploaded(found, run, session_cluster)
+        return upload.start_uploaded(found, run, session_cluster, self.warm)
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting

@@ -927,6 +927,17 @@ OPTIONS: tuple[Option, ...] = (
         default="false",
     ),
     Option(
+        "flinkish.web.submit.warm-runner",
+        Bool(),
+        MO,
+        "With web.submit.enable, flinkish web keeps one job process started ahead (its "
+        "supervisor and a client with pyspark's Connect client imported, in a submitted "
+        "job's environment) and starts the next submitted job in it; false starts every "
+        "job cold.",
+        RUNTIME,
+        default="true",
+    ),
+    Option(
         "web.checkpoints.history",
         Int(),
         MO,

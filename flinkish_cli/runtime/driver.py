@@ -27,6 +27,7 @@ import sys
 from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan
 from flinkish_cli.plan.rundir import PROPERTIES_FILE
 from flinkish_cli.registry.status import JobState
+from flinkish_cli.runtime import warm
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -68,6 +69,11 @@ def main_connect(argv: list[str] | None = None) -> None:
 
         print(stop_orphans(args[1], args[2]))
         return
+    if args[0] == warm.WARM_FLAG:  # a warm runner's spare client: its run directory comes later
+        handed = warm.client_wait()
+        if handed is None:
+            return  # no job came
+        args = [str(handed)]
     run_dir = Path(args[0])
     properties_file = run_dir / PROPERTIES_FILE
     values = parse_properties(properties_file.read_text(encoding="utf-8"))

@@ -47,6 +47,7 @@ from flinkish_cli.plan.rundir import (
     write_private,
 )
 from flinkish_cli.registry import status_writer
+from flinkish_cli.runtime import warm
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST, EXIT_RESCALE
 
 log = logging.getLogger("flinkish.supervisor")
@@ -143,6 +144,8 @@ class Supervisor:
     config: Any
     process: subprocess.Popen[bytes] | None = None
     stopping: bool = False
+    #: a warm runner's spare client, for the first attempt (see :mod:`.warm`)
+    warm_client: subprocess.Popen[bytes] | None = None
     _cli_gone: bool = field(default=False, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
@@ -203,14 +206,17 @@ class Supervisor:
         self._write_properties(attempt)
         before = self.registry.find(self.spec.job_id)
         reported_pid = before.pid if before is not None else None
-        env = {**os.environ, **self.spec.env}
-        self.process = subprocess.Popen(
-            self.spec.argv,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.info("Driver attempt %d: process %d.", attempt, self.process.pid)
+        self.process = self._warm_client()
+        if self.process is not None:
+            log.info(warm.WARM_CLIENT_LINE, attempt, self.process.pid)
+        else:
+            self.process = subprocess.Popen(
+                self.spec.argv,
+                env={**os.environ, **self.spec.env},
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            log.info("Driver attempt %d: process %d.", attempt, self.process.pid)
         started = time.monotonic()
         reported = False
         hung = False
@@ -242,6 +248,13 @@ class Supervisor:
         code = self.process.returncode
         log.info("Driver attempt %d ended with status %s.", attempt, code)
         return DriverExit(code, reported, hung, self.spec.client)
+
+    def _warm_client(self) -> subprocess.Popen[bytes] | None:
+        """The warm runner's spare client, once, when it can run this job's client."""
+        spare, self.warm_client = self.warm_client, None
+        if spare is None:
+            return None
+        return warm.hand_client(spare, self.spec.argv if self.spec.client else [])
 
     def _make_cds_archive(self) -> None:
         """Once the first driver that started without a class-data sharing archive runs,
@@ -475,9 +488,17 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m flinkish_cli.runtime.supervisor <run dir>``."""
+    """``python -m flinkish_cli.runtime.supervisor <run dir>``; with ``--warm`` instead, a
+    warm runner's spare that reads its run directory from standard input (:mod:`.warm`)."""
     args = sys.argv[1:] if argv is None else argv
-    run_dir = Path(args[0])
+    warm_client: subprocess.Popen[bytes] | None = None
+    if args[0] == warm.WARM_FLAG:
+        handed = warm.serve_one_job()
+        if handed is None:
+            return  # no job came: the server stopped
+        run_dir, warm_client = handed
+    else:
+        run_dir = Path(args[0])
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -490,8 +511,12 @@ def main(argv: list[str] | None = None) -> None:
         log.error("The supervisor could not start: %s", error)
         import shutil
 
+        if warm_client is not None:
+            warm.hand_client(warm_client, [])  # killed
+
         shutil.rmtree(run_dir, ignore_errors=True)
         sys.exit(1)
+    supervisor.warm_client = warm_client
     signal.signal(signal.SIGTERM, supervisor.handle_signal)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the attached CLI turns Ctrl-C into requests
     from flinkish_cli.registry.logroll import LogRoller

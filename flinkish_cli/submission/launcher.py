@@ -30,6 +30,7 @@ from flinkish_cli.plan.rundir import (
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.supervisor import SUPERVISOR_MODULE, SupervisorSpec
+from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission.spark_submit import SubmitCommand
 
 #: Supervisors started by an older flinkish ran under this name; their jobs may still run.
@@ -88,13 +89,16 @@ def launch(
     watch_pid: int | None = None,
     client: bool = False,
     environment: dict[str, str] | None = None,
+    warm: WarmRunner | None = None,
 ) -> Launched:
     """Write the private files and start the job's supervisor in a session of its own.
 
     The supervisor (:mod:`.supervisor`) starts ``spark-submit`` and restarts a driver that
     dies; its standard output is the driver's (the script's prints), piped to an attached
     CLI or appended to the job's log. ``environment`` replaces this process's environment
-    (a job submitted through flinkish web gets none of the server's).
+    (a job submitted through flinkish web gets none of the server's). ``warm``: a detached
+    session-cluster job of that environment starts in the warm runner's spare instead
+    (:mod:`flinkish_cli.runtime.warm`), with the same files, streams and environment.
     """
     write_private(run_dir / PROPERTIES_FILE, properties_text(command.properties))
     (run_dir / LOG4J2_FILE).write_text(log4j_configuration(log_path))
@@ -114,6 +118,10 @@ def launch(
     child_env = dict(os.environ if environment is None else environment)
     for variable in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_DRIVER_PYTHON_OPTS", "PYSPARK_SUBMIT_ARGS"):
         child_env.pop(variable, None)
+    if warm is not None and client and not attached:
+        spare = warm.take(run_dir, child_env)
+        if spare is not None:
+            return Launched(process=spare, log_path=log_path)
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     try:
         process = subprocess.Popen(

@@ -34,6 +34,7 @@ from flinkish_cli.config.mappings import standalone_cores
 from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
+from flinkish_cli.runtime.warm import connect_client_file
 from flinkish_cli.spark.install import pyspark_home
 from flinkish_cli.submission.endpoint import is_spark_master
 
@@ -322,13 +323,6 @@ def yarn_restarts(config: Any) -> dict[str, str]:
             ),
         }
     return {"spark.yarn.maxAppAttempts": "1"}
-
-
-def connect_client_file() -> str:
-    """The main file of a session cluster job's client process."""
-    return str(
-        Path(__file__).resolve().parent.parent / "runtime" / "entry" / "flinkish_connect_client.py"
-    )
 
 
 def build_session_command(

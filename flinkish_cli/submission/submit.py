@@ -26,6 +26,7 @@ from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.store import JobRegistry, registry_for
+from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import check_java, pyspark_home
 from flinkish_cli.submission import launcher, packaging
@@ -422,12 +423,14 @@ def start(
     watch_cli: bool = False,
     pipe_output: bool | None = None,
     environment: dict[str, str] | None = None,
+    warm: WarmRunner | None = None,
 ) -> launcher.Launched:
     """Record the job as CREATED and start its supervisor, which starts its driver.
 
     ``watch_cli`` (``-sae``): the job is cancelled when this process exits, however it exits.
     ``pipe_output``: the driver's output piped to this process (default: when attached);
-    ``environment``: the supervisor's environment instead of this process's.
+    ``environment``: the supervisor's environment instead of this process's; ``warm``: the
+    warm runner a detached session-cluster job may start in (:func:`launcher.launch`).
     """
     plan = prepared.plan
     created = status_writer.record_created(
@@ -446,6 +449,7 @@ def start(
             restarts_here=prepared.deployment.target != YARN_APPLICATION,
             watch_pid=os.getpid() if watch_cli else None,
             client=prepared.deployment.session,
+            warm=warm,
         )
     except OSError as error:
         cause = f"spark-submit could not start: {error}"

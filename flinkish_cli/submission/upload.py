@@ -16,7 +16,10 @@ Both sides of the exchange live here (the routes are :mod:`flinkish_cli.client.w
   The job runs with **its own configuration** (the one the CLI sent, ``-D`` included, never
   the server's) and an environment holding only the variables a Python process and Spark
   need (:data:`KEPT_ENVIRONMENT`): none of the server's secrets (its token, its AWS
-  credentials) reach the program.
+  credentials) reach the program. It starts in the server's warm runner when there is one
+  (:func:`warm_runner`, ``flinkish.web.submit.warm-runner``): a supervisor and a client
+  with pyspark's Connect client imported, started ahead in that environment
+  (:mod:`flinkish_cli.runtime.warm`), the job otherwise the same.
 
 A ``savepointPath`` is checked against the program as ``run -s`` checks it (the state check
 of :mod:`.restore_check`, its planning process in the job's environment), unless the run
@@ -43,6 +46,9 @@ from typing import Any
 
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.jobid import is_job_id
+from flinkish_cli.registry.status import JobState
+from flinkish_cli.registry.store import JobRegistry
+from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission import packaging
 from flinkish_cli.submission.submit import RunRequest, check_program
 
@@ -255,9 +261,18 @@ def job_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in source.items() if k in KEPT_ENVIRONMENT or k.startswith("LC_")}
 
 
-def start_uploaded(upload: Path, run: UploadedRun, session_cluster: str) -> str:
-    """Start the uploaded program as a session-cluster job with its own configuration; its
-    JobID once its supervisor runs (the caller follows the registry)."""
+def warm_runner() -> WarmRunner:
+    """The server's warm runner (:mod:`flinkish_cli.runtime.warm`): its spare started now,
+    in the environment of a submitted job."""
+    return WarmRunner(job_environment()).start()
+
+
+def start_uploaded(
+    upload: Path, run: UploadedRun, session_cluster: str, warm: WarmRunner | None = None
+) -> str:
+    """Start the uploaded program as a session-cluster job with its own configuration (in
+    the spare of ``warm`` when there is one); its JobID once its supervisor runs (the caller
+    follows the registry)."""
     from flinkish_cli.config.model import Configuration
     from flinkish_cli.submission import submit
     from flinkish_cli.submission.run import restore_plan
@@ -269,5 +284,13 @@ def start_uploaded(upload: Path, run: UploadedRun, session_cluster: str) -> str:
     prepared = submit.prepare(request, config, restore_plan(request, config, None, environment))
     if run.origin:  # the user's program, not the upload's copy
         prepared.program.origin = run.origin
-    submit.start(prepared, pipe_output=False, environment=environment)
-    return prepared.plan.job_id
+    submit.start(prepared, pipe_output=False, environment=environment, warm=warm)
+    job_id = prepared.plan.job_id
+    if warm is not None:  # the next spare once this job runs (its imports would slow it)
+        warm.refill_after(lambda: _has_started(prepared.registry, job_id))
+    return job_id
+
+
+def _has_started(registry: JobRegistry, job_id: str) -> bool:
+    status = registry.find(job_id)
+    return status is not None and (status.state is JobState.RUNNING or status.state.is_terminal)

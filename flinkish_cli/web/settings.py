@@ -19,6 +19,8 @@ class WebSettings:
     cancel_enabled: bool = True
     #: ``web.submit.enable``: programs uploaded and run (only where a session cluster is)
     submit_enabled: bool = False
+    #: ``flinkish.web.submit.warm-runner``: submitted jobs start in a process started ahead
+    warm_runner: bool = True
     #: where uploaded programs are kept (the server's ``env.log.dir``)
     upload_dir: str = ""
     history_size: int = 10
@@ -46,6 +48,7 @@ class WebSettings:
             session_cluster=str(session) if session else None,
             cancel_enabled=bool(config.get("web.cancel.enable")),
             submit_enabled=bool(config.get("web.submit.enable")),
+            warm_runner=bool(config.get("flinkish.web.submit.warm-runner")),
             upload_dir=str(config.get("env.log.dir")),
             history_size=int(config.get("web.checkpoints.history")),
             refresh_ms=int(config.get("web.refresh-interval").total_seconds() * 1000),

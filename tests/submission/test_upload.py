@@ -4,8 +4,9 @@ The fast tests check the exchange's two sides without Spark (the run request, th
 directory, the job's environment, what the endpoint refuses); one module-scoped session
 cluster (the ``connect_server`` fixture, a real Spark Connect server) with a ``flinkish web``
 of this test's registry in front of it runs the submitted jobs: ``run -d`` prints Flink's line
-from a CLI process that imports neither pyspark nor pandas, the program does not see the
-server's secret environment, and an attached BATCH run ends as a session-cluster run does.
+from a CLI process that imports neither pyspark nor pandas, the job starts in the server's
+warm runner (and so does the next, in the spare that replaced it), the program does not see
+the server's secret environment, and an attached BATCH run ends as a session-cluster run does.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -137,6 +139,14 @@ def _importtime(env: FlinkishEnv, *args: str) -> tuple[subprocess.CompletedProce
     return result, imported
 
 
+def _started_warm(env: FlinkishEnv, job_id: str) -> bool:
+    """Whether the job's first client was the warm runner's spare (its log says so)."""
+    from flinkish_cli.registry.logs import log_path
+
+    text = Path(log_path(str(env.logs), job_id)).read_text()
+    return re.search(r"Driver attempt 0: process \d+ \(a warm client\)\.", text) is not None
+
+
 @pytest.mark.spark
 def test_run_through_the_endpoint_starts_the_program_there(
     submitting_web: tuple[FlinkishEnv, WebServer],
@@ -154,6 +164,7 @@ def test_run_through_the_endpoint_starts_the_program_there(
     assert result.stdout.splitlines()[0] == f"Job has been submitted with JobID {job_id}"
     assert not imported & {"pyspark", "pandas", "pyarrow", "grpc"}, sorted(imported)
     print(f"run -d through flinkish web: {took:.2f} s to its JobID line (with -X importtime)")
+    assert _started_warm(env, job_id), "the job did not start in the warm runner's spare"
 
     # upgrade through the endpoint: the new program is uploaded too, and runs from the savepoint
     upgraded = env.run("upgrade", "-m", web.address, job_id, str(job), str(seen), check=True)
@@ -161,6 +172,7 @@ def test_run_through_the_endpoint_starts_the_program_there(
     new_id = job_id_of(upgraded.stdout.split("Savepoint completed.", 1)[1])
     assert f"Upgrade of job {job_id} completed: job {new_id}" in upgraded.stdout, upgraded.stdout
     assert seen.read_text() == "<unset>"  # the server's SERVER_SECRET never reached it
+    assert _started_warm(env, new_id), "the next spare did not take the upgrade's job"
     env.run("cancel", "-m", web.address, new_id, check=True)
 
     # attached, BATCH: Flink's lines, the job's end; the program saw its own environment

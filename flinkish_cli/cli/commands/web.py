@@ -3,7 +3,9 @@
 Binds ``rest.bind-address`` (127.0.0.1) and the first free port of ``rest.bind-port`` (which
 falls back to ``rest.port``, 8081, as in Flink; 0 for any free port), prints
 ``flinkish web: http://<host>:<port>`` once it listens, and runs until Ctrl-C or SIGTERM.
-Needs the ``web`` extra (Starlette, uvicorn, prometheus_client), which only this command
+With ``web.submit.enable`` (and ``flinkish.web.submit.warm-runner``), it keeps one spare
+job process started ahead for submitted programs, stopped with the server. Needs the ``web``
+extra (Starlette, uvicorn, prometheus_client), which only this command
 imports.
 """
 
@@ -40,4 +42,9 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
     sock = bind(str(config.get("rest.bind-address")), config.get("rest.bind-port"), settings.token)
     client = JobClient(config, keep_reads=True).open()
     roll_own_stderr(config)
-    serve(create_app(client, settings), sock, settings, echo)
+    if settings.submit_enabled and settings.session_cluster and settings.warm_runner:
+        client.keep_warm_runner()  # submitted programs start in a process started ahead
+    try:
+        serve(create_app(client, settings), sock, settings, echo)
+    finally:
+        client.close()
