@@ -50,6 +50,7 @@ def pytest_collection_modifyitems(items: list) -> None:
     worker starts one Connect server and one standalone cluster for all of them, and a
     package of :data:`SHARED_PACKAGES` is one group."""
     shared = {item.path for item in items if SHARED_CLUSTERS & set(item.fixturenames)}
+    groups: dict[int, str] = {}
     for item in items:
         if item.get_closest_marker("cluster") and not item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.spark)
@@ -59,3 +60,23 @@ def pytest_collection_modifyitems(items: list) -> None:
         elif item.path.parent.name in SHARED_PACKAGES and item.path.parent.parent.name == "tests":
             group = f"tests/{item.path.parent.name}"
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[id(item)] = group
+    _longest_first(items, groups)
+
+
+def _longest_first(items: list, groups: dict[int, str]) -> None:
+    """Order the groups as ``--no-loadscope-reorder`` hands them out (scripts/test.sh): the
+    long-running ones (a ``soak`` test) first, then those that start Spark, then the rest, each
+    kind in collection order. Seconds-long tests last fill the workers' ends evenly; pytest-xdist's
+    own order (the groups with most tests first) hands out the one-test modules last, a
+    two-minute soak among them, which then runs on one worker while the others are idle."""
+    rank: dict[str, int] = {}
+    for item in items:
+        kind = 2
+        if item.get_closest_marker("soak"):
+            kind = 0
+        elif item.get_closest_marker("spark"):
+            kind = 1
+        group = groups[id(item)]
+        rank[group] = min(rank.get(group, 2), kind)
+    items.sort(key=lambda item: rank[groups[id(item)]])
