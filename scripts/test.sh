@@ -2,18 +2,18 @@
 # Install everything and run the whole test suite (what CI runs): lint, the import layers
 # (pyproject.toml's [tool.importlinter] contracts), then pytest.
 # FLINKISH_SOAK_ROUNDS sets the rounds of the kill tests (CI keeps the short default).
-# FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 3 on these 2 cores: a Spark test
-# waits on its job part of the time, and two workers left the cores idle an eighth of the run;
-# a test module always runs whole on one worker, so its module fixtures start once, and the
-# modules of the shared Connect server and standalone cluster share one worker; the groups go
-# out longest first: tests/conftest.py; 0 runs serially).
+# FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 2: one per core here; three kept
+# the cores busy but took 26 min against 23: much of a test's CPU grows with its wall time,
+# its jobs' and the polls'; a test module always runs whole on one worker, so its module
+# fixtures start once, and the modules of the shared Connect server and standalone cluster
+# share one worker; the groups go out longest first: tests/conftest.py; 0 runs serially).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test
 .venv/bin/ruff check flinkish_cli tests jobs scripts benchmarks
 .venv/bin/ruff format --check flinkish_cli tests jobs scripts benchmarks
 .venv/bin/lint-imports --no-logo --no-cache
-workers=${FLINKISH_TEST_WORKERS:-3}
+workers=${FLINKISH_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
   exec .venv/bin/pytest "$@"
 fi

@@ -254,7 +254,7 @@ def _wait_until_active(live: Live, job_id: str, timeout: float = 180) -> None:
     """Until every query of the job runs (a cron script stops a job long after it started)."""
     deadline = time.monotonic() + timeout
     while True:
-        queries = live.env.job(job_id)["queries"]
+        queries = live.env.polled(job_id)["queries"]
         if queries and all(q["active"] for q in queries.values()):
             return
         assert time.monotonic() < deadline, f"the queries of {job_id} never all ran: {queries}"

@@ -455,7 +455,7 @@ def test_an_attached_cli_killed_leaves_the_job_running_unless_sae(job: Job) -> N
     sae.kill()  # SIGKILL: nothing in the CLI runs; its supervisor notices
     sae.wait()
     deadline = time.monotonic() + 90
-    while job.env.job(sae_id)["state"] != "CANCELED":
+    while job.env.polled(sae_id)["state"] != "CANCELED":
         assert time.monotonic() < deadline, job.env.job(sae_id)
         time.sleep(0.5)
 

@@ -374,7 +374,7 @@ def _wait_until_failed(env: FlinkishEnv, job_ids: list[str], where: str) -> None
     its supervisor with the signal that killed the driver, or by the heartbeat rule."""
     deadline = time.monotonic() + 60
     while True:
-        jobs = {j["jid"]: j for j in env.list_jobs()}
+        jobs = {j: env.polled(j) for j in job_ids}
         pending = [j for j in job_ids if jobs[j]["state"] != "FAILED"]
         if not pending:
             break
