@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -148,8 +149,18 @@ def _wait(browser: Any, timeout: float = 30) -> WebDriverWait:
     return WebDriverWait(browser, timeout)
 
 
+def _live(browser: Any) -> WebDriverWait:
+    """The dashboard re-renders on its refresh timer: an element found just before may be
+    replaced before it is read or clicked (stale); it is then found again in the new page."""
+    return WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
+
+
 def _text(browser: Any, css: str) -> str:
-    return browser.find_element(By.CSS_SELECTOR, css).text
+    return _live(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, css).text or " ")
+
+
+def _click(browser: Any, by: str, value: str) -> None:
+    _live(browser).until(lambda b: b.find_element(by, value).click() or True)
 
 
 def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: Any) -> None:
@@ -165,7 +176,7 @@ def test_the_job_list_shows_every_job_and_its_figures(web: WebServer, browser: A
     assert "1 job(s) in the registry could not be read" in _text(browser, "main")
     counts = _text(browser, "#counts")
     assert "Running 1" in counts and "Finished 1" in counts and "Failed 1" in counts
-    browser.find_element(By.LINK_TEXT, "orders-pipeline").click()
+    _click(browser, By.LINK_TEXT, "orders-pipeline")
     _wait(browser).until(ec.url_contains(f"#/job/{RUNNING}/overview"))
 
 
@@ -205,15 +216,15 @@ def test_a_jobs_checkpoints_savepoints_exceptions_and_configuration(
     assert "grows for as long as the query runs" in size
     assert "flinkish.file-source.log.cleanup-delay" in size, "what to do"
     assert rows[0].text.startswith(str(SERIES_POINTS + 2))
-    browser.find_element(By.ID, "tab-savepoints").click()
+    _click(browser, By.ID, "tab-savepoints")
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "PERIODIC"))
     table = _text(browser, "main table")
     assert "/sp/savepoint-e5e5e5-000000000002" in table and "this job" in table
     assert "UPGRADE" in table and OLD in table, "the savepoint of the job it was upgraded from"
-    browser.find_element(By.ID, "tab-exceptions").click()
+    _click(browser, By.ID, "tab-exceptions")
     _wait(browser).until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "bad row 17"))
     assert "counts" in _text(browser, ".exception")
-    browser.find_element(By.ID, "tab-configuration").click()
+    _click(browser, By.ID, "tab-configuration")
     _wait(browser).until(
         ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "parallelism.default")
     )
