@@ -34,10 +34,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flinkish_cli.storage.base import Storage
-
 if TYPE_CHECKING:
     from flinkish_cli.registry.status import JobStatus
+    from flinkish_cli.storage.base import Storage
 
 #: How each part grows: with age (every input or output file ever seen), with the state, or
 #: bounded by Spark's retention of batches.

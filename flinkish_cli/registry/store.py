@@ -27,7 +27,6 @@ import json
 import math
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -273,6 +272,8 @@ class JobRegistry:
 
         Reads status files in parallel; a problem with one job never hides the others.
         """
+        from concurrent.futures import ThreadPoolExecutor
+
         ids = list(self.job_ids())
         if not ids:
             return [], []
@@ -286,6 +287,8 @@ class JobRegistry:
         """:meth:`scan` as documents for a job list: each readable job's status document
         without its queries' recent progress (:func:`~.status.without_progress`), newest
         first, and the unreadable jobs."""
+        from concurrent.futures import ThreadPoolExecutor
+
         ids = list(self.job_ids())
         if not ids:
             return [], []

@@ -10,7 +10,7 @@ history (:mod:`flinkish_cli.registry.rescales`): every evaluation as the latest,
 decision that changes the parallelism as a record. With ``job.autoscaler.scaling.enabled``
 (the default) such a decision is applied as an in-place rescale (:meth:`.job.JobRuntime.
 request_rescale`, on the control worker, so never beside a savepoint); without it, or when
-the job cannot be rescaled in place (a session cluster, YARN, Kubernetes), the record says
+the job cannot be rescaled in place (YARN, Kubernetes), the record says
 NOT_APPLIED with the reason. Nothing is evaluated while a rescale is under way, nor while
 the job is not RUNNING. The measured windows start with this driver (a rescale's new
 driver starts them afresh: its figures are those of the new parallelism), and the last

@@ -95,20 +95,21 @@ class Flavour:
         return None if text.startswith("No physical plan") else text
 
     # -- the session ---------------------------------------------------------------------
-    def repartition(self, spark: Any, checkpoint: str, partitions: int) -> None:
-        """Repartition a stopped query's state offline (Spark 4.2+, RocksDB)."""
-        manager = getattr(spark, "_streamingCheckpointManager", None)
-        if manager is None:
-            from flinkish_cli.errors import SavepointError
+    def repartition(
+        self, spark: Any, checkpoint: str, partitions: int, flink_conf: dict[str, str]
+    ) -> None:
+        """Repartition a stopped query's state offline (Spark 4.2+, RocksDB): classic, in the
+        driver's own session; Spark Connect has no such call, so a local classic Spark in a
+        child process does it (:mod:`.offline_repartition`, with the job's configuration
+        ``flink_conf`` for its Hadoop settings)."""
+        if self.name == CONNECT:
+            from flinkish_cli.runtime.offline_repartition import repartition_offline
 
-            raise SavepointError(
-                "A session cluster (Spark Connect) cannot repartition state offline; the "
-                "savepoint is unchanged.",
-                "Rescale with a fresh driver: resume with -t local and the new -p, stop it "
-                "with a savepoint, then resume that in the session cluster; or keep the "
-                "savepoint's parallelism.",
-            )
-        manager.repartition(checkpoint, partitions)
+            repartition_offline(checkpoint, partitions, flink_conf)
+            return
+        from flinkish_cli.savepoints.restore import repartition
+
+        repartition(spark, checkpoint, partitions)
 
 
 def classic() -> Flavour:

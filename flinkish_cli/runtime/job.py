@@ -324,21 +324,16 @@ class JobRuntime:
     def rescale_refusal(self, parallelism: int) -> str | None:
         """Why this job cannot be rescaled in place to ``parallelism`` now; None when it can.
 
-        Only a job whose driver owns its Spark (``spark-submit``: local Spark, a standalone
-        cluster) is rescaled in place: a session cluster's Spark Connect cannot repartition
-        state offline, and on YARN and Kubernetes the cluster manager, not flinkish, starts
-        the driver."""
+        A job whose driver owns its Spark (``spark-submit``: local Spark, a standalone cluster)
+        and a session cluster's job (Spark Connect: its client repartitions the state with a
+        local Spark, :mod:`.offline_repartition`) are rescaled in place; on YARN and
+        Kubernetes the cluster manager, not flinkish, starts the driver."""
         from flinkish_cli.registry.rescale_marker import read_marker
 
-        if not self.flavour.driver_owns_jvm:
+        if not self.plan.master.startswith(("local", "spark://", "sc://")):
             return (
-                "a session cluster job (Spark Connect) cannot be rescaled in place: Spark "
-                "Connect cannot repartition state offline"
-            )
-        if not self.plan.master.startswith(("local", "spark://")):
-            return (
-                "in-place rescales run on local Spark and standalone clusters, not on "
-                f"{self.plan.master}"
+                "in-place rescales run on local Spark, standalone clusters and session "
+                f"clusters, not on {self.plan.master}"
             )
         if parallelism == self.plan.parallelism:
             return f"it already runs at parallelism {parallelism}"

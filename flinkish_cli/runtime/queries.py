@@ -89,6 +89,10 @@ class JobQueries:
 
         hooks.original(self.flavour.manager, "addListener")(spark.streams, StatusListener(self))
 
+    def _repartition(self, spark: Any, checkpoint: str, partitions: int) -> None:
+        """The restore's offline repartition, in this flavour (with the job's configuration)."""
+        self.flavour.repartition(spark, checkpoint, partitions, self.restorer.plan.flink_conf)
+
     def configure(self, writer: Any, query: QueryIdentity, spark: Any) -> None:
         """Checkpoint (restored first when the job resumes) and trigger of a starting query."""
         self.attach(spark)
@@ -101,7 +105,7 @@ class JobQueries:
             checkpoint,
             spark,
             script_owned=owner == "script",
-            repartition=self.flavour.repartition,
+            repartition=self._repartition,
             sink=str(sink_path) if sink_path else None,
         )
         if sink_path and query.identity in self.restorer.restored:

@@ -379,9 +379,9 @@ def repartition(spark: Any, checkpoint: str, partitions: int) -> None:
     try:
         spark._streamingCheckpointManager.repartition(checkpoint, partitions)
     except Exception as error:
-        from flinkish_cli.spark.failures import short_cause
+        from flinkish_cli.spark.failures import spark_cause
 
         raise SavepointError(
             f"Spark could not repartition the state in {checkpoint} to {partitions} "
-            f"partitions: {short_cause(error)}"
+            f"partitions: {spark_cause(error)}"
         ) from error

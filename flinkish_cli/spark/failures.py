@@ -16,6 +16,8 @@ _WRAPPERS = (
     "An exception was raised by the Python Proxy",
 )
 _DANGLING = re.compile(r"\s*(Return\s+)?(Message)?:?\s*$")
+#: A Java exception's class before its message (``org.apache.spark.SparkException: ...``).
+_JAVA_CLASS = re.compile(r"^:?\s*(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
 
 
 def headline(cause: str | None) -> str:
@@ -25,6 +27,21 @@ def headline(cause: str | None) -> str:
         if line.startswith(PYTHON_CAUSE):
             return line.removeprefix(PYTHON_CAUSE)
     return lines[0] if lines else ""
+
+
+def spark_cause(error: BaseException) -> str:
+    """The line of Spark's message that says what went wrong (never py4j's "An error
+    occurred while calling", never a Java class name or stack frame), at most 400 characters."""
+    lines = [
+        _JAVA_CLASS.sub("", line).strip()
+        for line in message_lines(str(error))
+        if not line.startswith("An error occurred while calling")
+    ]
+    lines = [line for line in lines if line and not line.startswith("Caused by")] or [
+        type(error).__name__
+    ]
+    cause = next((line for line in lines if line.startswith("[")), lines[0])
+    return cause if len(cause) <= 400 else cause[:397] + "..."
 
 
 def short_cause(error: BaseException, program: str | None = None) -> str:

@@ -29,13 +29,13 @@ that have already decided to start Spark.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from flinkish_cli.errors import StateError
 from flinkish_cli.savepoints.layout import StateOperator
+from flinkish_cli.spark.failures import spark_cause
 from flinkish_cli.state.metadata import OperatorMetadata, pick_store, read_metadata, stores_of
 from flinkish_cli.state.model import (
     DEFAULT_STORE,
@@ -85,7 +85,7 @@ def spark_failure(what: str, error: BaseException, verb: str = "read") -> StateE
     """Spark's failure to ``verb`` ``what`` in one line (the line of Spark's message that
     says what went wrong), and what to do."""
     return StateError(
-        f"Spark could not {verb} {what}: {_cause(error)}",
+        f"Spark could not {verb} {what}: {spark_cause(error)}",
         "A state file may be damaged: read another savepoint, or run with --verbose for "
         "Spark's whole message.",
     )
@@ -262,27 +262,6 @@ class StateReader:
         except Exception as error:
             raise spark_failure(_what(query, operator, store), error) from error
         return result
-
-
-#: A Java exception's class before its message (``org.apache.spark.SparkException: ...``).
-_JAVA_CLASS = re.compile(r"^:?\s*(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
-
-
-def _cause(error: BaseException) -> str:
-    """The line of Spark's message that says what went wrong (never py4j's "An error
-    occurred while calling", never a Java class name or stack frame)."""
-    from flinkish_cli.spark.failures import message_lines
-
-    lines = [
-        _JAVA_CLASS.sub("", line).strip()
-        for line in message_lines(str(error))
-        if not line.startswith("An error occurred while calling")
-    ]
-    lines = [line for line in lines if line and not line.startswith("Caused by")] or [
-        type(error).__name__
-    ]
-    cause = next((line for line in lines if line.startswith("[")), lines[0])
-    return cause if len(cause) <= 400 else cause[:397] + "..."
 
 
 def _what(query: QuerySource, operator: OperatorState, store: StoreState) -> str:

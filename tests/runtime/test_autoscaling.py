@@ -77,13 +77,12 @@ def test_metrics_only_records_the_decision_and_applies_nothing(tmp_path: Path) -
 
 
 def test_a_job_that_cannot_be_rescaled_in_place_says_why(tmp_path: Path) -> None:
-    job = Job(tmp_path, refusal="a session cluster job (Spark Connect) cannot be rescaled")
+    refusal = "in-place rescales run on local Spark, standalone and session clusters, not on yarn"
+    job = Job(tmp_path, refusal=refusal)
     job.autoscaler().evaluate(NOW)
     [record] = job.history().rescales
     assert record.outcome is Outcome.NOT_APPLIED and job.applied == []
-    assert record.reason.endswith(
-        "Not applied: a session cluster job (Spark Connect) cannot be rescaled."
-    )
+    assert record.reason.endswith(f"Not applied: {refusal}.")
 
 
 def test_nothing_is_evaluated_during_a_rescale_or_when_not_running(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The server is started once for the module by ``scripts/start-cluster.sh --sessio
 ``connect_server`` fixture) and stopped at the end. Each job's program runs as a Spark
 Connect client under the same runtime as a fresh driver: the savepoint cycle resumes exactly
 once across an upgrade, a killed client is restarted by its supervisor, two jobs keep their
-own settings, and what Spark Connect cannot do (rescaling state offline) is refused clearly.
+own settings, and a resume at another parallelism has its state repartitioned (by a local
+Spark on the client's machine: Spark Connect cannot repartition state offline).
 Apache Flink's own CLI lists, savepoints, stops and cancels session-cluster jobs through
 ``flinkish web``.
 """
@@ -199,25 +200,43 @@ def test_jobs_in_one_session_cluster_keep_their_own_settings(
     assert "master local[1] is ignored" in log
 
 
-def test_rescaling_in_a_session_cluster_is_refused_with_the_alternative(
+def _state_partitions(env: FlinkishEnv, job_id: str, query: str) -> int:
+    """The shuffle (state) partitions Spark's offset log records for the query's last batch."""
+    offsets = env.checkpoints / job_id / query / "offsets"
+    latest = max(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+    metadata = json.loads((offsets / str(latest)).read_text().splitlines()[1])
+    return int(metadata["conf"]["spark.sql.shuffle.partitions"])
+
+
+def test_a_session_job_resumed_at_another_parallelism_has_its_state_repartitioned(
     flinkish_env: FlinkishEnv, connect_server: str
 ) -> None:
+    """``run -s <checkpoint> -p 4`` into the session cluster: Spark Connect cannot repartition
+    state offline, so the client does it with a local Spark; the counts go on exactly once."""
     env = flinkish_env
     env.write_conf({"state.backend.type": "rocksdb"})
     inputs, output = env.root / "in", env.root / "out"
-    write_events(inputs, _rows(0, 8))
+    rows = _rows(0, 16)
+    write_events(inputs, rows[:8])
     args = [COUNTS_JOB, "--input", str(inputs), "--output", str(output)]
-    first = env.run(
-        "run", "-m", connect_server, "-D", "execution.runtime-mode=BATCH", *args, check=True
-    )
+    batch = ["-D", "execution.runtime-mode=BATCH"]
+    first = env.run("run", "-m", connect_server, *batch, *args, check=True)
     job_id = job_id_of(first.stdout)
-    refused = env.run(
-        "run", "-m", connect_server, "-s", str(env.checkpoints / job_id), "-p", "4", *args
+    assert _state_partitions(env, job_id, "counts") == 2
+
+    write_events(inputs, rows[8:])
+    resumed = env.run(
+        "run", "-m", connect_server, "-s", str(env.checkpoints / job_id), "-p", "4", *batch, *args
     )
-    assert refused.returncode == 1
-    assert "cannot repartition state offline" in refused.stderr and "-t local" in refused.stderr
-    assert "Traceback" not in refused.stderr
-    assert Path(env.checkpoints / job_id / "counts" / "commits").is_dir()
+    assert resumed.returncode == 0, f"{resumed.stdout}\n{resumed.stderr}"
+    new_id = job_id_of(resumed.stdout)
+    assert _state_partitions(env, new_id, "counts") == 4
+    log = env.run("logs", new_id, check=True).stdout
+    assert "Repartitioning the state of" in log and "from 2 to 4 partitions" in log
+    seqs = sorted(r["seq"] for r in committed_rows(output / "raw"))
+    assert seqs == list(range(16)), f"raw rows: {seqs}"
+    assert final_counts(output / "counts") == dict(collections.Counter(r["key"] for r in rows))
+    assert _state_partitions(env, job_id, "counts") == 2, "the savepoint is never modified"
 
 
 ACTIVE_QUERIES = """
