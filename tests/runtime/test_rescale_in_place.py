@@ -10,8 +10,8 @@ stopped and ``scale-down.interval`` passed; every input row reached the sink onc
 counts right. Metrics-only, the same decision is recorded and never applied. A driver killed
 in the middle of a rescale asked for through the job client (what ``PUT
 /jobs/:jobid/resource-requirements`` calls), after the repartition and before it is marked
-done, is rolled back to the old parallelism, still exactly once. A job in a session cluster
-(a real Spark Connect server) is rescaled the same way.
+done, is rolled back to the old parallelism, still exactly once. On the clusters (a session
+cluster, a standalone cluster): tests/runtime/test_rescale_on_clusters.py.
 """
 
 from __future__ import annotations
@@ -237,36 +237,4 @@ def test_a_driver_killed_in_the_middle_of_a_rescale_is_rolled_back_exactly_once(
     job.assert_exactly_once()
     log = Path(job.status(job_id)["log_path"]).read_text()
     assert "rolling back to 2" in log
-    job.env.run("cancel", job_id, check=True)
-
-
-def test_a_session_cluster_job_is_rescaled_in_place_exactly_once(
-    job: CountingJob, connect_server: str
-) -> None:
-    """The same rescale for a job in a session cluster (Spark Connect): its client stops the
-    queries with a savepoint, the next client repartitions the state with a local Spark and
-    starts the queries in the cluster at the new parallelism, under the same JobID."""
-    job.add_file()
-    job_id = job.start("-m", connect_server)
-    job.wait(job_id, job.caught_up, "caught up")
-
-    _rescale(job.env, job_id, 3)
-    job.add_file()
-
-    def at_3() -> bool:
-        status = job.status(job_id)
-        return (
-            status["state"] == "RUNNING"
-            and status["parallelism"] == 3
-            and not (job.meta(job_id) / "rescale.json").exists()
-        )
-
-    job.wait(job_id, at_3, "rescaled to 3")
-    job.add_file()
-    job.wait(job_id, job.caught_up, "caught up at 3")
-    assert job.state_partitions(job_id) == job.state_partitions(job_id, "raw") == 3
-    [record] = _rescales(job, job_id)
-    assert (record["from"], record["to"], record["outcome"]) == (2, 3, "COMPLETED")
-    assert job.status(job_id)["restarts"] == 0
-    job.assert_exactly_once()
     job.env.run("cancel", job_id, check=True)
