@@ -10,6 +10,7 @@ action, no action at all), and 130 when interrupted (Ctrl-C).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
