@@ -33,6 +33,8 @@
 #                            spark.python.authenticate.socketTimeout, as a loaded machine needs),
 #                            e.g. spark.driver.memory=4g; spark.log.level=INFO for a chatty log
 #   PYSPARK_PYTHON           Python of the server's Python workers (foreachBatch, UDFs); $PYTHON
+#   FLINKISH_WORKER_FORK=0   no fork server: each foreachBatch query's worker starts cold (about
+#                            a second of imports; the fork server forks it ready)
 #   PYTHON                   python whose pyspark to use  python3
 # Without --slots, N = max(taskmanager.numberOfTaskSlots, parallelism.default) of the
 # configuration (flink-conf.yaml or config.yaml), as flinkish's own local master, default 1.
@@ -293,8 +295,12 @@ export SPARK_MASTER_OPTS SPARK_WORKER_OPTS
 launch() {
   local role=$1
   shift
+  # A process to run beside it in its group, told the daemon's pid (FORK_ENTRY: the fork
+  # server of the session cluster's Python workers, see below).
   # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
-  setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/$role.pid" \
+  setsid bash -c '[ -z "${FORK_ENTRY:-}" ] || nohup "$FORK_PYTHON" "$FORK_ENTRY" --serve \
+      "$FORK_SOCKET" --parent $$ >"$FORK_LOG" 2>&1 </dev/null &
+    echo $$ > "$0"; exec nohup "$@"' "$dir/$role.pid" \
     "$spark_home/bin/spark-class" "$@" >"$dir/logs/$role.out" 2>&1 </dev/null &
   local waited=0
   until [ -s "$dir/$role.pid" ]; do
@@ -382,8 +388,31 @@ if [ $session = 1 ]; then
   # switches must not reach the server (it would try to be a Connect client itself).
   # spark.log.level=WARN: at INFO the server logs every session access and every
   # micro-batch's progress of every job.
+  # Pre-started Python workers (flinkish_cli/runtime/entry/worker_fork.py): the server's
+  # Python is a launcher that has each foreachBatch (and listener) worker forked, with pyspark's
+  # Connect client already imported, by a fork server in the server's process group; anything
+  # else it runs with the real interpreter. Without flinkish beside this script: as before.
+  worker_python="$pyspark_python"
+  fork_entry="$(cd "$(dirname "$0")/.." && pwd)/flinkish_cli/runtime/entry/worker_fork.py"
+  if [ "${FLINKISH_WORKER_FORK:-1}" != 0 ] && [ -f "$fork_entry" ]; then
+    worker_python="$dir/pyspark-python"
+    {
+      echo '#!/usr/bin/env bash'
+      printf 'export FLINKISH_WORKER_FORK=%q FLINKISH_WORKER_PYTHON=%q\n' \
+        "$dir/worker-fork.sock" "$pyspark_python"
+      printf 'exec %q -S %q "$@"\n' "$pyspark_python" "$fork_entry"
+    } >"$worker_python"
+    chmod 700 "$worker_python"
+    rm -f "$dir/worker-fork.sock"
+  else
+    fork_entry=""
+  fi
   (
-    export SPARK_CONNECT_MODE=0 PYSPARK_PYTHON="$pyspark_python"
+    export SPARK_CONNECT_MODE=0 PYSPARK_PYTHON="$worker_python"
+    if [ -n "$fork_entry" ]; then
+      export FORK_ENTRY="$fork_entry" FORK_PYTHON="$pyspark_python" \
+        FORK_SOCKET="$dir/worker-fork.sock" FORK_LOG="$dir/logs/worker-fork.log"
+    fi
     SPARK_SUBMIT_OPTS="$(daemon_log connect) ${SPARK_SUBMIT_OPTS:-}"
     export SPARK_SUBMIT_OPTS
     unset SPARK_REMOTE SPARK_CONNECT_MODE_ENABLED SPARK_LOCAL_REMOTE SPARK_API_MODE MASTER
@@ -440,6 +469,15 @@ while True:
 EOF
   then
     fail "the Spark Connect server did not become ready within ${timeout}s (see its log above)"
+  fi
+  if [ -n "$fork_entry" ]; then  # its imports take a second or two: ready before the warm-up
+    waited=0
+    while [ ! -S "$dir/worker-fork.sock" ] && [ $waited -lt 300 ]; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    [ -S "$dir/worker-fork.sock" ] ||
+      echo "WARNING: the fork server of the Python workers did not start, so they start cold: $(tail -n 1 "$dir/logs/worker-fork.log" 2>/dev/null)" >&2
   fi
   # Warm it up, so that the first job starts as fast as the tenth: one short job of the kinds
   # flinkish runs (a batch query, a Python UDF on the executors, a streaming query with

@@ -81,5 +81,5 @@ for role in web connect worker master; do
   fi
   rm -f "$pidfile"
 done
-rm -f "$dir/connect.url" "$dir/web.url"
+rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock"
 [ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import subprocess
 from collections import Counter
@@ -107,8 +108,14 @@ def test_session_cluster_serves_a_streaming_job_and_stops(
         assert last_batch_counts(tmp_path / "out") == dict(expected)
         # The query's checkpoint, written by the server, is readable here.
         assert (tmp_path / "checkpoint" / "commits" / "0").is_file()
+        # Its foreachBatch worker was forked ready by the fork server (the warm-up's and
+        # this app's), not started cold.
+        forks = (cluster_dir / "logs" / "worker-fork.log").read_text()
+        forked = re.findall(r"forked worker \d+ for \S+\.foreach_batch_worker", forks)
+        assert len(forked) >= 2, forks
 
-    assert in_group(pid) == [], "Connect server processes left behind"
+    assert in_group(pid) == [], "Connect server processes left behind (the fork server too)"
+    assert not (cluster_dir / "worker-fork.sock").exists()
     assert not (cluster_dir / "connect.pid").exists()
     assert not (cluster_dir / "connect.url").exists()
     assert port_is_free(server.port)
