@@ -471,8 +471,9 @@ def notes(figures: SessionFigures, steps: list[dict[str, float]]) -> list[str]:
             f"{median([s['cli'] for s in steps]):.2f} s until the job's client process "
             f"started, the client {median([s['client'] for s in steps]):.2f} s until its "
             f"session was open, and {median([s['query'] for s in steps]):.2f} s passed from "
-            "then until the first query (`counts`, `foreachBatch`) had started: mostly the "
-            "server starting that query's Python worker, which imports pyspark's Connect "
-            "client and opens a session back to the server."
+            "then until the first query (`counts`, `foreachBatch`) had started: the "
+            "server's Python worker for that query, forked ready by the session cluster's "
+            "fork server (README, *The foreachBatch worker, pre-started*), opening its "
+            "session back to the server, and the query's start."
         )
     return [*found, where]

@@ -35,6 +35,9 @@ if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip
   echo "ERROR: installing flinkish failed (full output in $log); check the network access to PyPI." >&2
   exit 1
 fi
+# Bytecode, as pip compiles a wheel's at install: the editable install leaves the package as
+# source, and a shell with PYTHONDONTWRITEBYTECODE set would compile it again in every process.
+.venv/bin/python -m compileall -q flinkish_cli >/dev/null || true
 # Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
 # each start; made once per Spark, Java and flinkish version; never fails the set-up).
 .venv/bin/python -m flinkish_cli.spark.cds || true

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import enum
 import json
-import logging
 import re
 import time
 import uuid
@@ -39,8 +38,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flinkish_cli.registry.store import JobRegistry
-
-log = logging.getLogger("flinkish.registry")
 
 HISTORY_DIR = "savepoints"
 SUFFIX = ".json"
@@ -245,7 +242,7 @@ class SavepointHistory:
         except FileNotFoundError:  # pruned, or replaced by its next state, since the listing
             return None
         except (ValueError, TypeError, KeyError, RecursionError) as error:
-            log.warning("Skipping the unreadable savepoint record %s: %s", file.name, error)
+            _log().warning("Skipping the unreadable savepoint record %s: %s", file.name, error)
             return None
         named = (
             file.record_id,
@@ -253,7 +250,9 @@ class SavepointHistory:
             record.state if file.state is None else file.state,
         )
         if record.job_id != job_id or named != (record.record_id, record.trigger, record.state):
-            log.warning("Skipping the savepoint record %s: its name and content differ.", file.name)
+            _log().warning(
+                "Skipping the savepoint record %s: its name and content differ.", file.name
+            )
             return None
         return record
 
@@ -387,3 +386,11 @@ class SavepointHistory:
         if record is None:
             return None, None, 0.0
         return record, record.state, made if made is not None else record.time
+
+
+def _log() -> Any:
+    """The registry's logger (logging is imported only when there is something to say: the
+    CLI's commands start without it)."""
+    import logging
+
+    return logging.getLogger("flinkish.registry")

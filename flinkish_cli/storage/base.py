@@ -36,18 +36,19 @@ from __future__ import annotations
 import abc
 import contextlib
 import errno
-import hashlib
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from flinkish_cli.config.units import human_bytes
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage.settings import StorageSettings
 from flinkish_cli.storage.uri import check_relative, join, relative_to
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 CHUNK = 1024 * 1024
 """Bytes read at a time when streaming (checksums, copies between backends)."""
@@ -221,6 +222,8 @@ class Storage(abc.ABC):
 
     def checksum(self, path: str) -> str:
         """The SHA-256 (hex) of the file ``path``, read as a stream."""
+        import hashlib
+
         digest = hashlib.sha256()
         with self.open_read(path) as stream:
             while chunk := stream.read(CHUNK):
@@ -308,6 +311,8 @@ class Storage(abc.ABC):
             )
 
         workers = max(1, min(self.settings.max_workers, len(sizes)))
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flinkish-copy") as pool:
             futures: list[Future[str]] = [pool.submit(one, name) for name in sizes]
             _, pending = wait(futures, return_when=FIRST_EXCEPTION)
