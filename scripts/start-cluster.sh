@@ -473,6 +473,7 @@ EOF
   if [ -n "$fork_entry" ]; then  # its imports take a second or two: ready before the warm-up
     waited=0
     while [ ! -S "$dir/worker-fork.sock" ] && [ $waited -lt 300 ]; do
+      ! grep -qs 'Error\|Traceback' "$dir/logs/worker-fork.log" || break  # it failed
       sleep 0.1
       waited=$((waited + 1))
     done
