@@ -93,6 +93,13 @@ def launcher(
     )
 
 
+def finished(launched: subprocess.Popen[str], status: int = 0) -> dict:
+    """The stand-in worker's report, once the launcher has exited with ``status``."""
+    out, err = launched.communicate(timeout=60)
+    assert launched.returncode == status, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def test_a_worker_is_forked_ready_with_its_environment_directory_and_status(
     fork_server: tuple[Path, subprocess.Popen[str]], tmp_path: Path
 ) -> None:
@@ -100,9 +107,7 @@ def test_a_worker_is_forked_ready_with_its_environment_directory_and_status(
     work = tmp_path / "work"
     work.mkdir()
     launched = launcher(path, work, PROBE_SECRET="s3cr3t", PROBE_EXIT="3")
-    out, err = launched.communicate(timeout=60)
-    assert launched.returncode == 3, err
-    report = json.loads(out.strip().splitlines()[-1])
+    report = finished(launched, 3)
     assert report["preloaded"] is True, "forked from the fork server, imports done"
     assert report["ppid"] == server.pid
     assert report["cwd"] == str(work)
@@ -117,17 +122,12 @@ def test_the_worker_gets_the_pythonpath_it_was_started_with(
     path, _server = fork_server
     extra = tmp_path / "artifacts"
     extra.mkdir()
-    launched = launcher(path, tmp_path, PROBE_PATH_ENTRY=str(extra))
-    out, err = launched.communicate(timeout=60)
-    assert launched.returncode == 0, err
-    assert json.loads(out.strip().splitlines()[-1])["path_entry"] is True
+    assert finished(launcher(path, tmp_path, PROBE_PATH_ENTRY=str(extra)))["path_entry"] is True
 
 
 def test_without_a_fork_server_the_launcher_is_python(tmp_path: Path) -> None:
     launched = launcher(tmp_path / "no-such.sock", REPO, PROBE_EXIT="4")
-    out, err = launched.communicate(timeout=60)
-    assert launched.returncode == 4, err
-    report = json.loads(out.strip().splitlines()[-1])
+    report = finished(launched, 4)
     assert report["preloaded"] is False and report["pid"] == launched.pid  # exec'd
 
 
@@ -135,10 +135,7 @@ def test_a_module_the_server_does_not_serve_runs_in_python(tmp_path: Path) -> No
     path = tmp_path / "fork.sock"
     server = start_server(path, os.getpid(), "json")
     try:
-        launched = launcher(path, REPO)
-        out, err = launched.communicate(timeout=60)
-        assert launched.returncode == 0, err
-        assert json.loads(out.strip().splitlines()[-1])["preloaded"] is False
+        assert finished(launcher(path, REPO))["preloaded"] is False
     finally:
         server.terminate()
         server.wait(timeout=20)
