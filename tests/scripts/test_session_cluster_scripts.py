@@ -218,3 +218,7 @@ def test_help_describes_the_session_cluster() -> None:
         ["bash", str(START), "--help"], capture_output=True, text=True, timeout=60
     ).stdout
     assert "--session-port" in start_help and "sc://127.0.0.1:PORT" in start_help
+    assert "FLINKISH_WORKER_FORK=0" in start_help
+    # the whole header, to its last line, and nothing of the script after it
+    assert start_help.rstrip().endswith("(flinkish's 'session' extra).")
+    assert "set -euo" not in start_help
