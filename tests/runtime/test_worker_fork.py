@@ -178,3 +178,27 @@ def test_the_fork_server_ends_with_its_parent_and_removes_its_socket(tmp_path: P
     _wait(lambda: _gone(worker), "the worker gone with its server")
     launched.wait(timeout=20)
     assert server.stderr is not None and "is gone: stopping" in server.stderr.read()
+
+
+def test_a_launcher_outlives_a_killed_fork_server_as_long_as_its_worker(tmp_path: Path) -> None:
+    """The fork server killed (SIGKILL) while a worker runs: the worker goes on, and its
+    launcher stays the worker to the Connect server until the worker ends."""
+    path = tmp_path / "fork.sock"
+    server = start_server(path, os.getpid())
+    launched, worker = _running_worker(path, tmp_path)
+    server.kill()
+    server.wait(timeout=20)
+    # the launcher saw its connection end: it now waits for the worker itself (between looks
+    # it sleeps, where before it read its socket), and neither has ended
+    _wait(lambda: _waits_in_a_sleep(launched.pid) or launched.poll() is not None, "a look")
+    assert launched.poll() is None and not _gone(worker)
+    launched.send_signal(signal.SIGTERM)  # what the Connect server does at the query's end
+    assert launched.wait(timeout=20) == 1  # its status is unknown without the fork server
+    _wait(lambda: _gone(worker), "the worker gone")
+
+
+def _waits_in_a_sleep(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() == "hrtimer_nanosleep"
+    except OSError:
+        return False

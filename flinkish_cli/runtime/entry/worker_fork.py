@@ -22,7 +22,9 @@ one Python with those modules imported, which forks a ready worker for each requ
   its path), the directory and the arguments, then runs the module as ``__main__``, as
   ``python -m`` would. The server reaps each child and sends its status back; a launcher
   that goes away (killed by the Connect server) takes its worker with it. It ends when the
-  Connect server (``--parent``) is gone.
+  Connect server (``--parent``) is gone, and ends its workers then. A fork server that is
+  killed leaves its workers running: each launcher then waits for its worker itself (and
+  still passes signals on), so a running query keeps its worker.
 
 Only the standard library (and, in the fork server, pyspark): the launcher runs without
 ``site`` so that it starts in milliseconds. Nothing secret is on a command line: the
@@ -85,8 +87,24 @@ def _hand_over(path: str, args: list[str]) -> int | None:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
-    status = _read_int(conn)
-    return 1 if status is None else status
+    try:
+        status = _read_int(conn)
+    except OSError:
+        status = None
+    if status is None:  # the fork server is gone (killed): the worker runs on, wait for it
+        while _running(pid):
+            time.sleep(0.2)
+        return 1
+    return status
+
+
+def _running(pid: int) -> bool:
+    """Whether the process runs (a zombie, ended and not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return _alive(pid)
 
 
 def _read_int(conn: socket.socket) -> int | None:
