@@ -42,6 +42,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 
 #: The modules a worker is forked for (imported ahead in the fork server).
 PRESTARTED = (
@@ -144,28 +145,28 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
-class _listening:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __enter__(self) -> socket.socket:
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)  # only the owner may ask for a worker
-        try:
-            listener.bind(self.path + ".new")
-        finally:
-            os.umask(old)
-        listener.listen(16)
-        os.replace(self.path + ".new", self.path)  # ready when it is there
-        self.listener = listener
-        return listener
-
-    def __exit__(self, *_exc: object) -> None:
-        self.listener.close()
+@contextlib.contextmanager
+def _listening(path: str) -> Iterator[socket.socket]:
+    """The fork server's socket at ``path`` (only its owner may connect), there once it
+    listens (bound under a temporary name, then renamed), and removed at the end."""
+    temporary = path + ".new"
+    for stale in (path, temporary):  # a killed server's
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(temporary)
+    finally:
+        os.umask(old)
+    listener.listen(16)
+    os.replace(temporary, path)
+    try:
+        yield listener
+    finally:
+        listener.close()
         with contextlib.suppress(OSError):
-            os.unlink(self.path)
+            os.unlink(path)
 
 
 def _loop(listener: socket.socket, parent: int, modules: tuple[str, ...]) -> None:
