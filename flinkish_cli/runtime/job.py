@@ -62,6 +62,7 @@ from flinkish_cli.runtime import hooks
 from flinkish_cli.runtime.attempts import Attempts, CheckpointsFailed, NoCheckpointProgress
 from flinkish_cli.runtime.autoscaling import Autoscaler
 from flinkish_cli.runtime.checkpoint_rules import (
+    WATCH_SECONDS,
     BatchWatcher,
     CheckpointRules,
     delete_owned_checkpoints,
@@ -240,11 +241,17 @@ class JobRuntime:
             os._exit(EXIT_JVM_LOST)
 
     def _watch(self) -> None:
+        """Control requests at the storage's poll interval; the running batches, the graphs
+        and a rescale under way every :data:`~.checkpoint_rules.WATCH_SECONDS`."""
+        watched = 0.0
         while not self._done.wait(poll_interval(self.registry.storage)):
             try:
                 self.control.poll()
             except Exception as error:
                 log.warning("Could not read control requests: %s", error)
+            if time.monotonic() - watched < WATCH_SECONDS:
+                continue
+            watched = time.monotonic()
             try:
                 self.rule_watcher.watch(self.queries.handles, self.queries.last_batch)
             except Exception as error:
