@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from flinkish_cli.errors import JobError, UsageError
@@ -16,6 +17,36 @@ def pyspark_home() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise UsageError("pyspark is not installed.", "Install flinkish with its dependencies.")
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def prefer_installed_pyspark(path: list[str] | None = None) -> list[str]:
+    """Take pip-pyspark's zipped copies of its own Python code off ``path`` (``sys.path``):
+    returns the entries removed.
+
+    ``spark-submit`` puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip first on a
+    driver's ``PYTHONPATH``; Python then imports pyspark from the zip, compiling every module
+    from source in every driver (zipimport keeps no bytecode): about a second of CPU per job,
+    most of what the driver's Python spends before its first batch. When that ``SPARK_HOME``
+    is the pyspark package installed on this path (flinkish's own Spark), the installed
+    package is the same code with its bytecode cached, so the zips go. A Spark of another
+    home keeps its zips."""
+    path = sys.path if path is None else path
+    installed = {
+        os.path.realpath(os.path.join(entry, "pyspark", "python", "lib"))
+        for entry in path
+        if entry
+        and not entry.endswith(".zip")
+        and os.path.isfile(os.path.join(entry, "pyspark", "__init__.py"))
+        and os.path.isfile(os.path.join(entry, "py4j", "__init__.py"))
+    }
+    bundled = [
+        entry
+        for entry in path
+        if entry.endswith(".zip") and os.path.dirname(os.path.realpath(entry)) in installed
+    ]
+    for entry in bundled:
+        path.remove(entry)
+    return bundled
 
 
 def java_binary() -> str | None:

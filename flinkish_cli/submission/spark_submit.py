@@ -46,6 +46,10 @@ K8S_SESSION = "kubernetes-session"
 K8S_APPLICATION = "kubernetes-application"
 TARGETS = (LOCAL, REMOTE, YARN_SESSION, YARN_APPLICATION, K8S_SESSION, K8S_APPLICATION)
 CLUSTER_MODE_TARGETS = (YARN_APPLICATION, K8S_APPLICATION)
+#: Spark's setting for the module of its Python daemon, and flinkish's for local jobs (their
+#: executors run this Python): :mod:`flinkish_cli.runtime.entry.pyspark_daemon`.
+PYTHON_DAEMON_MODULE = "spark.python.daemon.module"
+LOCAL_PYTHON_DAEMON = "flinkish_cli.runtime.entry.pyspark_daemon"
 #: Spark's setting for JVM options put before ``spark.driver.extraJavaOptions``.
 DRIVER_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
@@ -232,6 +236,8 @@ def build_command(
         properties.setdefault("spark.pyspark.driver.python", sys.executable)
     if deployment.target in (LOCAL, REMOTE):
         properties.setdefault("spark.pyspark.python", sys.executable)
+    if deployment.target == LOCAL and properties["spark.pyspark.python"] == sys.executable:
+        properties.setdefault(PYTHON_DAEMON_MODULE, LOCAL_PYTHON_DAEMON)
     if deployment.master.startswith("spark://") and "spark.default.parallelism" in properties:
         # the parallelism is the cores the job holds on a standalone cluster, as a rescale sets
         parallelism = int(properties["spark.default.parallelism"])

@@ -1,5 +1,6 @@
 """The spark-submit command for every Flink target, including the ones that cannot run here."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,20 @@ def test_a_cluster_mode_submission_keeps_its_configuration_directory(monkeypatch
     command = _command(Deployment("yarn-application", "yarn", "cluster"))
     assert command.env == {"SPARK_CONF_DIR": "/run"}
     assert "spark.driver.defaultJavaOptions" not in command.properties
+
+
+def test_a_local_jobs_python_workers_come_from_flinkishs_daemon() -> None:
+    """Local executors run this Python: their daemon imports the installed pyspark, not the
+    zip (flinkish_cli/runtime/entry/pyspark_daemon.py); a Python or daemon of the user's own
+    wins, and a cluster's executors keep Spark's daemon."""
+    local = Deployment("local", "local[2]", "client")
+    daemon = "spark.python.daemon.module"
+    assert _command(local).properties[daemon] == "flinkish_cli.runtime.entry.pyspark_daemon"
+    assert importlib.util.find_spec(_command(local).properties[daemon]) is not None
+    assert daemon not in _command(local, {"spark.pyspark.python": "/opt/py/bin/python"}).properties
+    assert _command(local, {daemon: "mine.daemon"}).properties[daemon] == "mine.daemon"
+    standalone = Deployment("remote", "spark://127.0.0.1:7077", "client")
+    assert daemon not in _command(standalone).properties
 
 
 def test_standalone_uses_client_mode_and_local_python() -> None:

@@ -4,7 +4,11 @@ It lives alone in its directory because Python puts a script's directory first o
 ``sys.path``: nothing here may shadow a module of the job or of the standard library.
 """
 
-from flinkish_cli.runtime.driver import main
+from flinkish_cli.spark.install import prefer_installed_pyspark
+
+prefer_installed_pyspark()  # before pyspark is imported: its installed copy, not the zip
+
+from flinkish_cli.runtime.driver import main  # noqa: E402
 
 if __name__ == "__main__":
     main()
