@@ -8,8 +8,9 @@ it is empty, and the jars are unchanged. So a client-mode driver:
 - runs with ``SPARK_CONF_DIR`` set to one fixed, empty directory (:func:`spark_conf_dir`),
   never the job's run directory; the log configuration travels as
   ``-Dlog4j.configurationFile`` and the settings as ``--properties-file``;
-- gets ``-XX:SharedArchiveFile=<archive>`` when an archive for this Spark, this Java and this
-  flinkish exists in ``$XDG_CACHE_HOME/flinkish/cds`` (else ``~/.cache/flinkish/cds``);
+- gets ``-XX:SharedArchiveFile=<archive>`` when an archive for this Spark, this Java, this
+  flinkish and this workload exists in ``$XDG_CACHE_HOME/flinkish/cds`` (else
+  ``~/.cache/flinkish/cds``);
 - sends the JVM's own warnings to standard error, the job's log, where a refused archive
   (stale, or made for another class path) is one line; the driver then starts without it.
 
@@ -38,6 +39,8 @@ from flinkish_cli.spark.install import java_binary
 #: The first four bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, stored in
 #: the machine's byte order).
 _DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
+#: The program whose classes go into the archive (its text is part of the archive's name).
+WORKLOAD = Path(__file__).resolve().parent.parent / "runtime" / "entry" / "cds_workload.py"
 #: A builder that has not finished in this long is taken for dead and its lock ignored.
 BUILD_TIMEOUT = 600.0
 #: Archives of other installations (each about 190 MiB) are removed when a new one is made
@@ -76,6 +79,8 @@ def archive_path(spark_home: Path) -> Path | None:
         return None
     digest = hashlib.sha256()
     digest.update(f"flinkish {__version__}\n{java}\n{spark_home}\n".encode())
+    with contextlib.suppress(OSError):  # a changed workload makes another archive
+        digest.update(WORKLOAD.read_bytes())
     java_home = Path(java).parent.parent
     with contextlib.suppress(OSError):
         digest.update((java_home / "release").read_bytes())
@@ -198,7 +203,6 @@ def build(spark_home: Path, timeout: float = BUILD_TIMEOUT) -> tuple[Path | None
         return archive, f"{archive} is up to date"
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
-    workload = Path(__file__).resolve().parent.parent / "runtime" / "entry" / "cds_workload.py"
     options = [f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:disable", "-Xlog:all=error:stderr"]
     command = [
         str(spark_home / "bin" / "spark-submit"),
@@ -212,7 +216,7 @@ def build(spark_home: Path, timeout: float = BUILD_TIMEOUT) -> tuple[Path | None
         f"spark.pyspark.python={sys.executable}",
         "--conf",
         f"spark.pyspark.driver.python={sys.executable}",
-        workload,
+        str(WORKLOAD),
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
     env["SPARK_CONF_DIR"] = str(spark_conf_dir())
