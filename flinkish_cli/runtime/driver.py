@@ -43,6 +43,9 @@ def main() -> None:
     """Entry point of a classic driver (``spark-submit``)."""
     from pyspark import SparkConf, SparkContext
 
+    from flinkish_cli.spark import converters
+
+    converters.patch()  # before the first call into the JVM
     SparkContext._ensure_initialized()  # attach to spark-submit's JVM to read its configuration
     conf = SparkConf()
     token = conf.get(PLAN_CONF_KEY)

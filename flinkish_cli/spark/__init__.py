@@ -4,6 +4,7 @@
 - :mod:`.cds`: the fresh driver's class-data sharing archive, made and chosen.
 - :mod:`.local`: a quiet local Spark session inside the CLI (``info``, ``savepoint info``).
 - :mod:`.failures`: a Spark or Python failure put in a few lines for a user.
+- :mod:`.converters`: pyspark's py4j converters of NumPy values, without importing pandas.
 
 Below every other package but :mod:`flinkish_cli.plan` and :mod:`flinkish_cli.errors`,
 which are all it imports.

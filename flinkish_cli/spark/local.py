@@ -71,6 +71,9 @@ def local_session(
         with quiet_stderr():
             from pyspark.sql import SparkSession
 
+            from flinkish_cli.spark import converters
+
+            converters.patch()
             builder = SparkSession.builder.master(master)
             for key, value in conf.items():
                 builder = builder.config(key, value)
