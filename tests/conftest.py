@@ -32,35 +32,72 @@ pytest_plugins = [
 
 
 #: Session fixtures that start a cluster: a pytest-xdist worker starts each once, for every
-#: module that uses it (see :func:`pytest_collection_modifyitems`).
+#: module that uses it (see :func:`group_of`).
 SHARED_CLUSTERS = {"connect_server", "spark_cluster"}
+#: The test modules that use them (checked against the fixtures they use at collection): one
+#: group, so that one worker starts one Connect server and one standalone cluster for all.
+SHARED_CLUSTER_MODULES = frozenset(
+    {
+        "tests/cli/test_run_cluster.py",
+        "tests/runtime/test_rescale_on_clusters.py",
+        "tests/runtime/test_session_cluster.py",
+        "tests/scripts/test_cluster_scripts.py",
+        "tests/scripts/test_session_cluster_scripts.py",
+        "tests/submission/test_upload.py",
+    }
+)
 #: Packages whose modules share one fixture of a wider scope, so run on one worker together:
 #: the jobs' tests and their one SparkSession (tests/jobs/conftest.py).
 SHARED_PACKAGES = {"jobs"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def group_of(nodeid: str) -> str:
+    """The group a test runs in, whole on one worker (scripts/test.sh's ``--dist loadgroup``):
+    its module, so that its module fixtures start once; the shared-cluster modules
+    (:data:`SHARED_CLUSTER_MODULES`) together; a package of :data:`SHARED_PACKAGES` whole.
+    From the node id alone: pytest-xdist's controller, which schedules, collects nothing."""
+    module = nodeid.split("::")[0]
+    if module in SHARED_CLUSTER_MODULES:
+        return "shared-clusters"
+    parts = module.split("/")
+    if len(parts) == 3 and parts[0] == "tests" and parts[1] in SHARED_PACKAGES:
+        return f"tests/{parts[1]}"
+    return module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadgroup`` by :func:`group_of`. pytest-xdist's own loadgroup reads groups
+    from ``xdist_group`` marks, which it writes into each test's node id through an attribute
+    pytest 9.2 no longer reads: every test became a group of its own, and the two workers
+    both set up most module fixtures (and both shared clusters)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByGroup(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list) -> None:
     """A test of a real cluster starts JVMs: ``cluster`` implies ``spark``, so that the fast
-    run (``-m "not spark"``) starts none.
-
-    Every test gets an ``xdist_group`` for ``--dist loadgroup`` (scripts/test.sh): its module
-    (a module runs whole on one worker, so its module fixtures start once), except that the
-    modules using a shared cluster (:data:`SHARED_CLUSTERS`) form one group, so that one
-    worker starts one Connect server and one standalone cluster for all of them, and a
-    package of :data:`SHARED_PACKAGES` is one group."""
-    shared = {item.path for item in items if SHARED_CLUSTERS & set(item.fixturenames)}
+    run (``-m "not spark"``) starts none. The groups (:func:`group_of`) go out longest first
+    (:func:`_longest_first`), and a module that uses a shared cluster must be named in
+    :data:`SHARED_CLUSTER_MODULES`."""
     groups: dict[int, str] = {}
     for item in items:
         if item.get_closest_marker("cluster") and not item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.spark)
-        group = item.nodeid.split("::")[0]
-        if item.path in shared:
-            group = "shared-clusters"
-        elif item.path.parent.name in SHARED_PACKAGES and item.path.parent.parent.name == "tests":
-            group = f"tests/{item.path.parent.name}"
-        item.add_marker(pytest.mark.xdist_group(group))
-        groups[id(item)] = group
+        module = item.nodeid.split("::")[0]
+        if SHARED_CLUSTERS & set(item.fixturenames) and module not in SHARED_CLUSTER_MODULES:
+            raise pytest.UsageError(
+                f"{module} uses a shared cluster: add it to SHARED_CLUSTER_MODULES in "
+                "tests/conftest.py, so that it runs on the worker that has the cluster."
+            )
+        groups[id(item)] = group_of(item.nodeid)
     _longest_first(items, groups)
 
 
