@@ -14,12 +14,23 @@ CLI (:mod:`flinkish_cli.submission.launcher`) and read by the job's supervisor a
 - ``supervisor.json`` / ``supervisor.pid``: what the job's supervisor runs, and its pid.
 - ``job.zip`` and other packages shipped with ``--py-files``.
 
+Besides it, the job's **temporary directory** (:func:`make_tmp_dir`), on the system's
+temporary file system as Flink's ``io.tmp.dirs`` default is: the supervisor makes it, gives
+it to each driver as ``TMPDIR`` and, for its JVM, ``java.io.tmpdir`` (so Spark's scratch
+directories, RocksDB's and lz4's native libraries and the Python workers' files go there),
+empties it before each restart and removes it with the job. A driver killed with SIGKILL (by
+the kernel's OOM killer, by a user) leaves its temporary files behind; a job restarted for
+months would fill the disk with them.
+
 This module imports nothing of flinkish's: every layer may use it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,6 +49,27 @@ def make_run_dir(base: Path, job_id: str) -> Path:
     run_dir.mkdir(mode=0o700)
     os.chmod(run_dir, 0o700)
     return run_dir
+
+
+#: A job's temporary directory is ``<system temp>/flinkish-<JobID>-<random>`` (mode 0700).
+TMP_DIR_PREFIX = "flinkish-"
+
+
+def make_tmp_dir(job_id: str) -> Path:
+    """Create the job's private temporary directory under the system's temporary directory
+    (``TMPDIR``): a name no other user can guess or take first."""
+    return Path(tempfile.mkdtemp(prefix=f"{TMP_DIR_PREFIX}{job_id}-"))
+
+
+def empty_dir(path: Path) -> None:
+    """Remove everything in ``path`` (what an ended driver left), keeping ``path``."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
 
 
 def write_private(path: Path, text: str) -> None:

@@ -20,7 +20,10 @@ Per target: every client-mode target (local, remote, yarn-session, kubernetes-se
 kubernetes-application (``spark-submit`` waits for the driver pod) are restarted here;
 yarn-application uses YARN's own attempts (``spark.yarn.maxAppAttempts``, set from the
 restart strategy) and the supervisor only records the outcome. The supervisor also cleans
-the job's private run directory (the properties file holds secrets) on every path.
+the job's private run directory (the properties file holds secrets) on every path, and the
+job's temporary directory (:func:`~flinkish_cli.plan.rundir.make_tmp_dir`): each driver's
+``TMPDIR`` and ``java.io.tmpdir``, emptied before a restart (a killed driver's scratch files,
+native libraries and RocksDB working copies stay behind otherwise) and removed at the end.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from flinkish_cli.plan.rundir import (
     PID_FILE,
     PROPERTIES_FILE,
     SPEC_FILE,
+    empty_dir,
+    make_tmp_dir,
     parse_properties,
     replace_property,
     write_private,
@@ -147,6 +152,8 @@ class Supervisor:
     #: a warm runner's spare client, for the first attempt (see :mod:`.warm`)
     warm_client: subprocess.Popen[bytes] | None = None
     _cli_gone: bool = field(default=False, repr=False)
+    #: the job's temporary directory (made by :meth:`run`; None where none could be made)
+    tmp_dir: Path | None = field(default=None, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
     @classmethod
@@ -173,6 +180,12 @@ class Supervisor:
         from flinkish_cli.registry.status import JobState
 
         attempt = 0
+        try:
+            self.tmp_dir = make_tmp_dir(self.spec.job_id)
+        except OSError as error:
+            log.warning(
+                "No temporary directory of the job's own (%s): drivers use the system's.", error
+            )
         try:
             while True:
                 ended = self._run_driver(attempt)
@@ -212,7 +225,7 @@ class Supervisor:
         else:
             self.process = subprocess.Popen(
                 self.spec.argv,
-                env={**os.environ, **self.spec.env},
+                env={**os.environ, **self.spec.env, **self._tmp_env()},
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -248,6 +261,20 @@ class Supervisor:
         code = self.process.returncode
         log.info("Driver attempt %d ended with status %s.", attempt, code)
         return DriverExit(code, reported, hung, self.spec.client)
+
+    def _tmp_env(self) -> dict[str, str]:
+        """The job's temporary directory, emptied, for the next driver: ``TMPDIR``, and
+        ``java.io.tmpdir`` through ``SPARK_SUBMIT_OPTS`` (before the job's own JVM options on
+        the driver's command line, so an ``env.java.opts`` of its own wins)."""
+        if self.tmp_dir is None:
+            return {}
+        try:
+            empty_dir(self.tmp_dir)
+        except OSError as error:
+            log.warning("Could not empty %s: %s", self.tmp_dir, error)
+        given = os.environ.get("SPARK_SUBMIT_OPTS", "")
+        option = f"-Djava.io.tmpdir={self.tmp_dir}"
+        return {"TMPDIR": str(self.tmp_dir), "SPARK_SUBMIT_OPTS": f"{given} {option}".strip()}
 
     def _warm_client(self) -> subprocess.Popen[bytes] | None:
         """The warm runner's spare client, once, when it can run this job's client."""
@@ -470,10 +497,13 @@ class Supervisor:
         log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
 
     def _clean(self) -> None:
-        """The run directory (private properties, the job's packages) goes with the job."""
+        """The run directory (private properties, the job's packages) and the temporary
+        directory go with the job."""
         import shutil
 
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self.tmp_dir is not None:
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
     def handle_signal(self, signum: int, _frame: Any) -> None:
         """SIGTERM/SIGINT of the supervisor: stop the job gracefully, through its driver."""

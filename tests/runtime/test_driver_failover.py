@@ -245,11 +245,16 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
     for _ in range(3):
         job.add_file()
     attempts = 2 + SAVEPOINT_KILLS + 3
-    job_id = job.start("-D", f"restart-strategy.fixed-delay.attempts={attempts}")
+    system_tmp = job.env.root / "tmp"  # the system's temporary directory, as the job sees it
+    system_tmp.mkdir()
+    retries = f"restart-strategy.fixed-delay.attempts={attempts}"
+    job_id = job.start("-D", retries, extra_env={"TMPDIR": str(system_tmp)})
     with Feeder(job):
         job.wait_for_commits(job_id)
         first = job.status(job_id)
         assert first["supervisor_pid"] and _alive(first["supervisor_pid"])
+        [job_tmp] = system_tmp.glob(f"flinkish-{job_id}-*")  # the job's own
+        assert list(job_tmp.glob("blockmgr-*")), "Spark's scratch is not in the job's directory"
 
         # 1. Spark's JVM alone, as the OOM killer kills it: the Python driver must not linger
         jvm = _jvm_of(first["pid"])
@@ -259,6 +264,8 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
         assert "Spark's JVM exited with signal 9 (SIGKILL)" in second["failure_cause"]
         assert second["job_id"] == job_id
         job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
+        # what the killed JVM left (its scratch, its native libraries) went before the restart
+        assert len(list(job_tmp.glob("blockmgr-*"))) == 1, sorted(job_tmp.iterdir())
 
         # 2. the Python driver alone
         os.kill(second["pid"], signal.SIGKILL)
@@ -304,6 +311,13 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
     job.stop(job_id)
     assert job.status(job_id)["state"] == "FINISHED"
     job.assert_exactly_once(f"after {2 + SAVEPOINT_KILLS} driver deaths")
+    # the job's temporary files went with it: nothing of its drivers is left after their kills
+    supervisor = job.status(job_id)["supervisor_pid"]
+    deadline = time.monotonic() + 60
+    while _alive(supervisor):
+        assert time.monotonic() < deadline, "the supervisor outlived its job"
+        time.sleep(0.2)
+    assert list(system_tmp.iterdir()) == []
 
     # a whole leftover is a savepoint like any other: a job resumed from it, into the output
     # as it stood at the savepoint, ends with every row exactly once

@@ -1,13 +1,17 @@
-"""The supervisor's parts that need no Spark: what a dead driver's exit means, and what it
-does with the rescale a driver handed over (:mod:`flinkish_cli.registry.rescale_marker`)."""
+"""The supervisor's parts that need no Spark: what a dead driver's exit means, what it does
+with the rescale a driver handed over (:mod:`flinkish_cli.registry.rescale_marker`), and the
+job's temporary directory."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from flinkish_cli.config import Configuration
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan
-from flinkish_cli.plan.rundir import parse_properties, properties_text
+from flinkish_cli.plan.rundir import make_tmp_dir, parse_properties, properties_text
 from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, write_marker
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -103,3 +107,31 @@ def test_no_marker_means_no_rescale(tmp_path: Path) -> None:
     # A driver that ended for a rescale whose savepoint failed restarts as it was.
     assert supervisor._rescaling(DriverExit(EXIT_RESCALE, True))
     assert supervisor.properties == before
+
+
+# -- the job's temporary directory -------------------------------------------------------------
+def test_each_driver_gets_the_jobs_temporary_directory_emptied_and_the_job_takes_it_along(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again, as a new process does
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+    (tmp_path / "system-tmp").mkdir()
+    supervisor = _supervisor(tmp_path)
+    supervisor.tmp_dir = make_tmp_dir(JOB)
+    assert supervisor.tmp_dir.parent == tmp_path / "system-tmp"
+    assert supervisor.tmp_dir.name.startswith(f"flinkish-{JOB}-")
+    assert supervisor.tmp_dir.stat().st_mode & 0o777 == 0o700
+    # what a killed driver left: Spark's scratch, a native library
+    (supervisor.tmp_dir / "blockmgr-1" / "0a").mkdir(parents=True)
+    (supervisor.tmp_dir / "librocksdbjni1.so").write_bytes(b"\0")
+    env = supervisor._tmp_env()
+    assert list(supervisor.tmp_dir.iterdir()) == []
+    assert env["TMPDIR"] == str(supervisor.tmp_dir)
+    # the JVM's option after the caller's own (and before the job's env.java.opts)
+    assert env["SPARK_SUBMIT_OPTS"] == (
+        f"-XX:TieredStopAtLevel=1 -Djava.io.tmpdir={supervisor.tmp_dir}"
+    )
+    (supervisor.tmp_dir / "spark-1").mkdir()
+    supervisor._clean()  # the job ended (its run directory, here tmp_path, goes too)
+    assert not (tmp_path / "system-tmp").exists() or not any((tmp_path / "system-tmp").iterdir())
