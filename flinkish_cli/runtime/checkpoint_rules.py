@@ -61,7 +61,7 @@ class CheckpointRules:
 
 
 #: How often the job's watcher thread looks at the running batches (:meth:`BatchWatcher.watch`).
-#: Each look asks Spark for every query's status (three py4j calls a query), so not at the
+#: Each look asks Spark for every query's status (two py4j calls a query), so not at the
 #: pace of the control poll (0.1 s on local disk): the rules it applies are counted in
 #: seconds (a checkpoint timeout, a progress window), and a job lives for months.
 WATCH_SECONDS = 0.5

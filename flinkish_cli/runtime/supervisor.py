@@ -225,7 +225,7 @@ class Supervisor:
         else:
             self.process = subprocess.Popen(
                 self.spec.argv,
-                env={**os.environ, **self.spec.env, **self._tmp_env()},
+                env={**os.environ, **self.spec.env, **self._fresh_tmp_env()},
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -262,7 +262,7 @@ class Supervisor:
         log.info("Driver attempt %d ended with status %s.", attempt, code)
         return DriverExit(code, reported, hung, self.spec.client)
 
-    def _tmp_env(self) -> dict[str, str]:
+    def _fresh_tmp_env(self) -> dict[str, str]:
         """The job's temporary directory, emptied, for the next driver: ``TMPDIR``, and
         ``java.io.tmpdir`` through ``SPARK_SUBMIT_OPTS`` (before the job's own JVM options on
         the driver's command line, so an ``env.java.opts`` of its own wins)."""

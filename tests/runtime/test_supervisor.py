@@ -125,7 +125,7 @@ def test_each_driver_gets_the_jobs_temporary_directory_emptied_and_the_job_takes
     # what a killed driver left: Spark's scratch, a native library
     (supervisor.tmp_dir / "blockmgr-1" / "0a").mkdir(parents=True)
     (supervisor.tmp_dir / "librocksdbjni1.so").write_bytes(b"\0")
-    env = supervisor._tmp_env()
+    env = supervisor._fresh_tmp_env()
     assert list(supervisor.tmp_dir.iterdir()) == []
     assert env["TMPDIR"] == str(supervisor.tmp_dir)
     # the JVM's option after the caller's own (and before the job's env.java.opts)
