@@ -38,11 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    BenchError,
     FlinkishCli,
     Workspace,
     fmt_bytes,
     fmt_seconds,
     free_port,
+    tail_text,
+    write_json_lines,
 )
 
 JOB = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "jobs" / "counts"
@@ -51,6 +54,8 @@ QUERIES = ("counts", "raw")
 ROLL_SIZE = "1 mb"
 LOG_MAX = 3
 JVM = "driver's JVM"
+#: How long the end waits for every fed row to be processed before it says what it found.
+FINISH_WITHIN = 240.0
 
 
 @dataclass
@@ -180,13 +185,12 @@ class Soak:
             lines = []
             for _ in range(rows):
                 key = f"k{(self.seq * 31) % 13}"
-                lines.append(json.dumps({"key": key, "value": self.seq, "seq": self.seq}))
+                lines.append({"key": key, "value": self.seq, "seq": self.seq})
                 self.truth[key] += 1
                 self.seq += 1
-            name = self.inputs / f"part-{self.seq:09d}.json"
-            tmp = name.with_suffix(".tmp")
-            tmp.write_text("\n".join(lines) + "\n")
-            tmp.rename(name)
+            # Under a hidden name until renamed: Spark's file source lists every other name,
+            # and a half-written or vanished file fails its batch for good.
+            write_json_lines(self.inputs / f"part-{self.seq:09d}.json", lines)
 
     def run(self) -> SoakResult:
         params = self.params
@@ -321,12 +325,14 @@ class Soak:
         committed rows (through its own log, as Spark reads it) and the newest counts."""
         from tests.fixtures.sink_log import committed_rows, final_counts
 
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + FINISH_WITHIN
+        while True:
             with contextlib.suppress(Exception):
                 raw, counts = committed_rows(self.output / "raw"), final_counts(self.counts)
                 if len(raw) >= self.seq and sum(counts.values()) >= self.seq:
                     break
+            if time.monotonic() > deadline:
+                raise BenchError(self._stuck())
             time.sleep(1)
         self.cli.run("cancel", self.job, timeout=180)
         raw, counts = committed_rows(self.output / "raw"), final_counts(self.counts)
@@ -343,6 +349,18 @@ class Soak:
             self.result.exactly_once = (
                 f"NO: {len(doubled)} rows twice, {missing} missing, {wrong} counts wrong"
             )
+
+    def _stuck(self) -> str:
+        """Why the rows did not all arrive: the job's status and its log's last lines."""
+        status = self._status()
+        state = "unknown"
+        if status is not None:
+            state = f"{status.state.name} ({status.failure_cause or 'no failure'})"
+        log = tail_text(self.cli.log_path(self.job), 6000)
+        return (
+            f"soak: {self.seq} rows fed, not all processed within {FINISH_WITHIN:.0f} s; "
+            f"job {self.job} is {state}; upgrades: {self.result.upgrades}; its log ends:\n{log}"
+        )
 
     @property
     def counts(self) -> Path:
