@@ -106,7 +106,7 @@ def _longest_first(items: list, groups: dict[int, str]) -> None:
     long-running ones (a ``soak`` test) first, then those that start Spark, then the rest, each
     kind in collection order. Seconds-long tests last fill the workers' ends evenly; pytest-xdist's
     own order (the groups with most tests first) hands out the one-test modules last, a
-    two-minute soak among them, which then runs on one worker while the others are idle."""
+    short soak among them, which then runs on one worker while the others are idle."""
     rank: dict[str, int] = {}
     for item in items:
         kind = 2

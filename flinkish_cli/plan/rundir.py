@@ -20,7 +20,11 @@ it to each driver as ``TMPDIR`` and, for its JVM, ``java.io.tmpdir`` (so Spark's
 directories, RocksDB's and lz4's native libraries and the Python workers' files go there),
 empties it before each restart and removes it with the job. A driver killed with SIGKILL (by
 the kernel's OOM killer, by a user) leaves its temporary files behind; a job restarted for
-months would fill the disk with them.
+months would fill the disk with them. A supervisor killed with SIGKILL cannot remove the
+directory: it names its **owners** (``.owners``: the supervisor and its current driver, each
+as pid and start time, so a reused pid is no owner) and the next job started on the machine
+removes the directories of the same user whose owners have all gone
+(:func:`sweep_tmp_dirs`).
 
 This module imports nothing of flinkish's: every layer may use it.
 """
@@ -55,16 +59,83 @@ def make_run_dir(base: Path, job_id: str) -> Path:
 TMP_DIR_PREFIX = "flinkish-"
 
 
+#: In a job's temporary directory: the processes that use it, one ``<pid> <start time>`` a line.
+OWNERS_FILE = ".owners"
+
+
 def make_tmp_dir(job_id: str) -> Path:
     """Create the job's private temporary directory under the system's temporary directory
-    (``TMPDIR``): a name no other user can guess or take first."""
-    return Path(tempfile.mkdtemp(prefix=f"{TMP_DIR_PREFIX}{job_id}-"))
+    (``TMPDIR``): a name no other user can guess or take first, owned by this process. The
+    directories that dead jobs left there go first (:func:`sweep_tmp_dirs`)."""
+    base = Path(tempfile.gettempdir())
+    sweep_tmp_dirs(base)
+    path = Path(tempfile.mkdtemp(prefix=f"{TMP_DIR_PREFIX}{job_id}-", dir=base))
+    claim_tmp_dir(path, [os.getpid()])
+    return path
+
+
+def claim_tmp_dir(path: Path, pids: list[int]) -> None:
+    """Name ``pids`` as the processes that use ``path`` (replacing the owners named before)."""
+    text = "".join(f"{pid} {_started(pid)}\n" for pid in pids)
+    partial = path / f"{OWNERS_FILE}.{os.getpid()}.tmp"
+    partial.write_text(text)
+    os.replace(partial, path / OWNERS_FILE)
+
+
+def sweep_tmp_dirs(base: Path) -> list[Path]:
+    """Remove this user's job temporary directories under ``base`` whose owners have all
+    exited (a supervisor killed with SIGKILL, and its driver); the ones removed. A directory
+    without its owners file (being made, or made by another program) is left alone."""
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(base) as entries:
+        for entry in entries:
+            if not entry.name.startswith(TMP_DIR_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                    continue
+                owners = (Path(entry.path) / OWNERS_FILE).read_text().split("\n")
+                if any(_alive(line) for line in owners if line.strip()):
+                    continue
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _started(pid: int) -> str:
+    """The process's start time (clock ticks since boot, from ``/proc``): ``-`` where the
+    system does not say (then a live pid counts as the owner), ``Z`` for a zombie (it has
+    exited, its parent has not yet reaped it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "-"
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return "Z" if fields[0] == "Z" else fields[19]
+
+
+def _alive(owner: str) -> bool:
+    """Whether the process ``<pid> <start time>`` still runs (not another one with its pid)."""
+    try:
+        pid_text, started = owner.split()
+        os.kill(int(pid_text), 0)
+    except PermissionError:
+        return True  # someone's process: not ours to judge
+    except (ValueError, OSError):
+        return False
+    now = _started(int(pid_text))
+    return now != "Z" and (now == started or "-" in (now, started))
 
 
 def empty_dir(path: Path) -> None:
-    """Remove everything in ``path`` (what an ended driver left), keeping ``path``."""
+    """Remove everything in ``path`` (what an ended driver left) but its owners file,
+    keeping ``path``."""
     with os.scandir(path) as entries:
         for entry in entries:
+            if entry.name == OWNERS_FILE:
+                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:

@@ -45,6 +45,7 @@ from flinkish_cli.plan.rundir import (
     PID_FILE,
     PROPERTIES_FILE,
     SPEC_FILE,
+    claim_tmp_dir,
     empty_dir,
     make_tmp_dir,
     parse_properties,
@@ -230,6 +231,7 @@ class Supervisor:
                 start_new_session=True,
             )
             log.info("Driver attempt %d: process %d.", attempt, self.process.pid)
+            self._claim_tmp_dir()
         started = time.monotonic()
         reported = False
         hung = False
@@ -275,6 +277,13 @@ class Supervisor:
         given = os.environ.get("SPARK_SUBMIT_OPTS", "")
         option = f"-Djava.io.tmpdir={self.tmp_dir}"
         return {"TMPDIR": str(self.tmp_dir), "SPARK_SUBMIT_OPTS": f"{given} {option}".strip()}
+
+    def _claim_tmp_dir(self) -> None:
+        """The driver owns the temporary directory with this supervisor: a supervisor killed
+        with SIGKILL leaves a driver that runs on in it (see :func:`.rundir.sweep_tmp_dirs`)."""
+        if self.tmp_dir is not None and self.process is not None:
+            with contextlib.suppress(OSError):
+                claim_tmp_dir(self.tmp_dir, [os.getpid(), self.process.pid])
 
     def _warm_client(self) -> subprocess.Popen[bytes] | None:
         """The warm runner's spare client, once, when it can run this job's client."""

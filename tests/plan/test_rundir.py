@@ -1,14 +1,27 @@
 """The private run directory: its properties file readable by its owner only, escaped right."""
 
+import os
+import signal
 import stat
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan
 from flinkish_cli.plan.rundir import (
+    OWNERS_FILE,
+    TMP_DIR_PREFIX,
+    empty_dir,
     make_run_dir,
+    make_tmp_dir,
     parse_properties,
     properties_text,
     replace_property,
+    sweep_tmp_dirs,
     write_private,
 )
 
@@ -79,3 +92,87 @@ def test_properties_round_trip_and_the_plan_is_replaced() -> None:
     replaced = parse_properties(replace_property(text, PLAN_CONF_KEY, plan.encode()))
     assert JobPlan.decode(replaced[PLAN_CONF_KEY]).attempt == 3
     assert replaced["spark.hadoop.fs.s3a.secret.key"] == values["spark.hadoop.fs.s3a.secret.key"]
+
+
+# -- the job's temporary directory ---------------------------------------------------------
+#: A supervisor's part, in a process of its own: makes the job's temporary directory, starts
+#: a "driver" (a sleeping child) that owns it too, prints the directory and the driver's pid.
+_SUPERVISOR = """
+import subprocess, sys, time
+from flinkish_cli.plan.rundir import claim_tmp_dir, make_tmp_dir
+path = make_tmp_dir("a" * 32)
+driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+claim_tmp_dir(path, [__import__("os").getpid(), driver.pid])
+(path / "blockmgr-1").mkdir()
+print(path, driver.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _killed(process: subprocess.Popen[str] | int) -> None:
+    pid = process if isinstance(process, int) else process.pid
+    os.kill(pid, signal.SIGKILL)
+    if not isinstance(process, int):
+        process.wait()
+
+
+def _wait_gone(pid: int) -> None:
+    """Until ``pid`` is gone (an orphan is reaped by init, not by this test)."""
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+        assert time.monotonic() < deadline, f"process {pid} lives on"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return stat[stat.rindex(")") + 2 :].split()[0]
+
+
+def test_a_killed_supervisors_directory_goes_once_its_driver_has_gone_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL for a supervisor: its driver runs on in the directory, which stays; once the
+    driver has gone too, the next job's start removes it."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again, as a new process does
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", _SUPERVISOR], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert supervisor.stdout is not None
+    left, driver = supervisor.stdout.readline().split()
+    left_behind = Path(left)
+    assert left_behind.parent == tmp_path and (left_behind / "blockmgr-1").is_dir()
+    _killed(supervisor)
+
+    ours = make_tmp_dir("b" * 32)  # the next job, while the killed one's driver runs
+    assert (left_behind / "blockmgr-1").is_dir(), "a running driver's directory was removed"
+    assert sweep_tmp_dirs(tmp_path) == []
+    _killed(int(driver))
+    _wait_gone(int(driver))
+
+    assert sweep_tmp_dirs(tmp_path) == [left_behind]
+    assert not left_behind.exists()
+    assert ours.is_dir(), "this process's own directory is not a dead job's"
+    empty_dir(ours)
+    assert [p.name for p in ours.iterdir()] == [OWNERS_FILE], "emptying keeps its owners"
+
+
+def test_the_sweep_leaves_what_is_not_a_dead_jobs(tmp_path: Path) -> None:
+    """A directory being made (no owners yet), another program's ``flinkish-*`` file, and a
+    directory whose owner's pid now belongs to another process."""
+    being_made = tmp_path / f"{TMP_DIR_PREFIX}{'c' * 32}-x1"
+    being_made.mkdir()
+    (tmp_path / f"{TMP_DIR_PREFIX}notes.txt").write_text("mine")
+    reused = tmp_path / f"{TMP_DIR_PREFIX}{'d' * 32}-x2"
+    reused.mkdir()
+    (reused / OWNERS_FILE).write_text(f"{os.getpid()} 1\n")  # this pid, another start time
+    unreadable = tmp_path / f"{TMP_DIR_PREFIX}{'e' * 32}-x3"
+    unreadable.mkdir()
+    (unreadable / OWNERS_FILE).write_text("not a pid\n")
+    assert sorted(sweep_tmp_dirs(tmp_path)) == sorted([reused, unreadable])
+    assert being_made.is_dir() and (tmp_path / f"{TMP_DIR_PREFIX}notes.txt").is_file()

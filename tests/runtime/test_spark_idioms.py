@@ -46,8 +46,11 @@ TEXT = ["the quick brown fox", "jumps over the lazy dog", "the dog sleeps", "a f
 def spark_submit(script: str, *args: str, workdir: Path) -> subprocess.CompletedProcess[str]:
     """The script under plain spark-submit, local[2], as its author would run it. Its JVM
     gets what flinkish's drivers get and Spark's results do not depend on: the test JVM
-    options and the drivers' class-data sharing archive when there is one (which needs the
-    archive's fixed, empty ``SPARK_CONF_DIR``; Spark's defaults apply as with none)."""
+    options, the drivers' class-data sharing archive when there is one (which needs the
+    archive's fixed, empty ``SPARK_CONF_DIR``; Spark's defaults apply as with none) and the
+    test jobs' shuffle partitions (2, their ``parallelism.default``: with Spark's 200 every
+    batch of the network word count ran 200 tasks, each with a state store; a script's
+    builder still sets its own)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLINK", "PYSPARK"))}
     env |= {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -57,6 +60,7 @@ def spark_submit(script: str, *args: str, workdir: Path) -> subprocess.Completed
         env["SPARK_CONF_DIR"] = str(cds.spark_conf_dir())
         java_options += [*cds.jvm_logging_options(), *cds.driver_options(archive)]
     command = [SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    command += ["--conf", "spark.sql.shuffle.partitions=2"]
     command += ["--conf", f"spark.driver.extraJavaOptions={' '.join(java_options)}"]
     result = subprocess.run(
         [*command, str(IDIOMS / script), str(workdir), *args],

@@ -4,6 +4,9 @@ job's temporary directory."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,7 +14,12 @@ import pytest
 
 from flinkish_cli.config import Configuration
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan
-from flinkish_cli.plan.rundir import make_tmp_dir, parse_properties, properties_text
+from flinkish_cli.plan.rundir import (
+    OWNERS_FILE,
+    make_tmp_dir,
+    parse_properties,
+    properties_text,
+)
 from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, write_marker
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
@@ -126,12 +134,19 @@ def test_each_driver_gets_the_jobs_temporary_directory_emptied_and_the_job_takes
     (supervisor.tmp_dir / "blockmgr-1" / "0a").mkdir(parents=True)
     (supervisor.tmp_dir / "librocksdbjni1.so").write_bytes(b"\0")
     env = supervisor._fresh_tmp_env()
-    assert list(supervisor.tmp_dir.iterdir()) == []
+    assert [path.name for path in supervisor.tmp_dir.iterdir()] == [OWNERS_FILE]
     assert env["TMPDIR"] == str(supervisor.tmp_dir)
     # the JVM's option after the caller's own (and before the job's env.java.opts)
     assert env["SPARK_SUBMIT_OPTS"] == (
         f"-XX:TieredStopAtLevel=1 -Djava.io.tmpdir={supervisor.tmp_dir}"
     )
+    # the driver owns it with the supervisor (a killed supervisor's driver runs on in it)
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as driver:
+        supervisor.process = driver
+        supervisor._claim_tmp_dir()
+        owners = (supervisor.tmp_dir / OWNERS_FILE).read_text().splitlines()
+        driver.kill()
+    assert [int(line.split()[0]) for line in owners] == [os.getpid(), driver.pid]
     (supervisor.tmp_dir / "spark-1").mkdir()
     supervisor._clean()  # the job ended (its run directory, here tmp_path, goes too)
     assert not (tmp_path / "system-tmp").exists() or not any((tmp_path / "system-tmp").iterdir())
