@@ -104,16 +104,25 @@ def sweep_tmp_dirs(base: Path) -> list[Path]:
     return removed
 
 
-def _started(pid: int) -> str:
-    """The process's start time (clock ticks since boot, from ``/proc``): ``-`` where the
-    system does not say (then a live pid counts as the owner), ``Z`` for a zombie (it has
-    exited, its parent has not yet reaped it)."""
+def process_stat(pid: int) -> tuple[str, str] | None:
+    """The process's state letter (``Z``: it has exited, its parent has not reaped it) and
+    start time (clock ticks since boot), from ``/proc``; None where ``/proc`` does not say
+    (the process has gone, or the system has no ``/proc``)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return "-"
+        return None
     fields = stat[stat.rindex(")") + 2 :].split()
-    return "Z" if fields[0] == "Z" else fields[19]
+    return fields[0], fields[19]
+
+
+def _started(pid: int) -> str:
+    """The process's start time; ``-`` where the system does not say (then a live pid counts
+    as the owner), ``Z`` for a zombie."""
+    found = process_stat(pid)
+    if found is None:
+        return "-"
+    return "Z" if found[0] == "Z" else found[1]
 
 
 def _alive(owner: str) -> bool:

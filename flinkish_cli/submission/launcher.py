@@ -24,6 +24,7 @@ from flinkish_cli.plan.rundir import (
     PID_FILE,
     PROPERTIES_FILE,
     RUN_DIR_PREFIX,
+    process_stat,
     properties_text,
     write_private,
 )
@@ -173,8 +174,8 @@ def _is_supervisor(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         if cmdline:
             return SUPERVISOR_MODULE.encode() in cmdline or _OLD_SUPERVISOR_MODULE in cmdline
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rpartition(")")[2].split()[:1] != ["Z"]
+        stat = process_stat(pid)
+        return stat is not None and stat[0] != "Z"
     except OSError:
         try:
             os.kill(pid, 0)
