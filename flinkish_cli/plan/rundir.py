@@ -117,25 +117,27 @@ def process_stat(pid: int) -> tuple[str, str] | None:
 
 
 def _started(pid: int) -> str:
-    """The process's start time; ``-`` where the system does not say (then a live pid counts
-    as the owner), ``Z`` for a zombie."""
+    """The process's start time, or ``-`` where the system does not say."""
     found = process_stat(pid)
-    if found is None:
-        return "-"
-    return "Z" if found[0] == "Z" else found[1]
+    return found[1] if found is not None else "-"
 
 
 def _alive(owner: str) -> bool:
-    """Whether the process ``<pid> <start time>`` still runs (not another one with its pid)."""
+    """Whether the process ``<pid> <start time>`` still runs: not a zombie, and not another
+    process with its pid (where ``/proc`` says nothing, a live pid counts)."""
     try:
         pid_text, started = owner.split()
-        os.kill(int(pid_text), 0)
+        pid = int(pid_text)
+        os.kill(pid, 0)
     except PermissionError:
         return True  # someone's process: not ours to judge
     except (ValueError, OSError):
         return False
-    now = _started(int(pid_text))
-    return now != "Z" and (now == started or "-" in (now, started))
+    found = process_stat(pid)
+    if found is None:
+        return True
+    state, now = found
+    return state != "Z" and started in (now, "-")
 
 
 def empty_dir(path: Path) -> None:
