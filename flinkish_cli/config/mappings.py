@@ -101,6 +101,31 @@ def joined(spark_key: str, separator: str = ",") -> SparkMap:
     return to(spark_key, lambda items: separator.join(items))
 
 
+# -- checkpoints -----------------------------------------------------------------------------
+
+#: Spark's checkpoint writer that renames through Hadoop's ``FileSystem`` API.
+FILE_SYSTEM_CHECKPOINTS = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+
+
+def checkpoint_files(value: Any, config: Lookup) -> dict[str, str]:
+    """Checkpoints on local disk are written through Hadoop's ``FileSystem`` API.
+
+    Spark's default writer renames each checkpoint file through Hadoop's ``FileContext``,
+    which on the local file system first reads the link status of the file and of its
+    destination; without Hadoop's native library (pyspark ships none) each read runs a
+    ``readlink`` process: four processes per offset, commit or state file (with its
+    ``.crc``). A streaming driver's CPU went down about a fifth with the ``FileSystem``
+    writer (20 one-file batches: 15 to 12 CPU-s, 11.5 to 8.7 s). On local disk both writers
+    check the destination and then rename, so neither is more atomic than the other; HDFS
+    and object stores keep Spark's default (HDFS's ``FileContext`` rename is atomic).
+    """
+    if str(value).startswith(("/", "file:")):  # a local path is absolute (Uri)
+        return {"spark.sql.streaming.checkpointFileManagerClass": FILE_SYSTEM_CHECKPOINTS}
+    return {}
+
+
 # -- state -----------------------------------------------------------------------------------
 
 

@@ -337,6 +337,10 @@ OPTIONS: tuple[Option, ...] = (
         default_doc="`~/.flinkish/checkpoints` (expanded to an absolute local path)",
         aliases=("state.checkpoints.dir", "state.backend.fs.checkpointdir"),
         note="A local path has ~ expanded and is made absolute; URIs are kept as written.",
+        spark=m.checkpoint_files,
+        spark_doc="on local disk: `spark.sql.streaming.checkpointFileManagerClass` = "
+        "FileSystemBasedCheckpointFileManager (no `readlink` process per file)",
+        emit_default=True,
     ),
     Option(
         "execution.checkpointing.savepoint-dir",

@@ -8,7 +8,7 @@ import pytest
 
 from flinkish_cli.config import SparkTranslation, load_configuration, to_spark
 from flinkish_cli.config import options as opts
-from flinkish_cli.config.mappings import HDFS_PROVIDER, ROCKSDB_PROVIDER
+from flinkish_cli.config.mappings import FILE_SYSTEM_CHECKPOINTS, HDFS_PROVIDER, ROCKSDB_PROVIDER
 from flinkish_cli.config.secrets import spark_redaction_regex
 
 R = "spark.sql.streaming.stateStore.rocksdb."
@@ -38,6 +38,8 @@ def test_defaults() -> None:
         # flinkish's 1 min, not Spark's 10 min, of old file source and sink log compactions
         "spark.sql.streaming.fileSource.log.cleanupDelay": "60000ms",
         "spark.sql.streaming.fileSink.log.cleanupDelay": "60000ms",
+        # checkpoints on local disk (~/.flinkish/checkpoints): renamed without a process
+        "spark.sql.streaming.checkpointFileManagerClass": FILE_SYSTEM_CHECKPOINTS,
         "spark.redaction.regex": spark_redaction_regex(),
     }
     assert translation.master == "local[1]"
@@ -57,8 +59,31 @@ def test_provider_classes_exist_in_pyspark_jars() -> None:
     if not jars:
         pytest.skip("pyspark's jars are not installed")
     names = set(zipfile.ZipFile(jars[0]).namelist())
-    for provider in (HDFS_PROVIDER, ROCKSDB_PROVIDER):
+    for provider in (HDFS_PROVIDER, ROCKSDB_PROVIDER, FILE_SYSTEM_CHECKPOINTS):
         assert provider.replace(".", "/") + ".class" in names
+
+
+@pytest.mark.parametrize(
+    ("directory", "local"),
+    [
+        ("/data/checkpoints", True),
+        ("file:///data/checkpoints", True),
+        ("relative/checkpoints", True),
+        ("s3://bucket/checkpoints", False),
+        ("s3a://bucket/checkpoints", False),
+        ("hdfs://nn:8020/checkpoints", False),
+    ],
+)
+def test_local_checkpoints_are_written_without_filecontext(directory: str, local: bool) -> None:
+    conf = spark(f"execution.checkpointing.dir={directory}")
+    manager = conf.get("spark.sql.streaming.checkpointFileManagerClass")
+    assert manager == (FILE_SYSTEM_CHECKPOINTS if local else None)
+    # the user's own Spark setting wins
+    mine = spark(
+        f"execution.checkpointing.dir={directory}",
+        "spark.sql.streaming.checkpointFileManagerClass=my.Manager",
+    )
+    assert mine["spark.sql.streaming.checkpointFileManagerClass"] == "my.Manager"
 
 
 @pytest.mark.parametrize(
