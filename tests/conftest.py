@@ -7,15 +7,19 @@ Every JVM ``spark-submit`` starts for the tests (a Connect server, a Spark sessi
 itself, a job whose test writes its own configuration) is compiled by the JVM's first tier
 alone: ``SPARK_SUBMIT_OPTS`` (a developer's own value wins). Such JVMs live seconds, where a
 job's live months: on two cores ``tests/jobs/test_counts_per_key.py`` took 33 CPU-seconds
-with both tiers, 22 with the first. (The test configuration gives flinkish's drivers the
-same and the serial collector: ``TEST_JVM_OPTIONS``.) The product never sets it.
+with both tiers, 22 with the first. Their processes (Hadoop's ``chmod`` of each file it
+creates) are started by vfork, without the helper process Java 17 execs first by default.
+(The test configuration gives flinkish's drivers the same and the serial collector:
+``TEST_JVM_OPTIONS``.) The product never sets it.
 """
 
 import os
 
 import pytest
 
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+os.environ.setdefault(
+    "SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -Djdk.lang.Process.launchMechanism=VFORK"
+)
 
 pytest_plugins = [
     # S3: a real moto server on loopback (s3_server, s3_bucket); see tests/fixtures/s3server.py
