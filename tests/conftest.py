@@ -17,9 +17,10 @@ import os
 
 import pytest
 
-os.environ.setdefault(
-    "SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -Djdk.lang.Process.launchMechanism=VFORK"
-)
+pytest.register_assert_rewrite("tests.fixtures")  # imported here before its plugins load
+from tests.fixtures.flinkish_env import VFORK  # noqa: E402
+
+os.environ.setdefault("SPARK_SUBMIT_OPTS", f"-XX:TieredStopAtLevel=1 {VFORK}")
 
 pytest_plugins = [
     # S3: a real moto server on loopback (s3_server, s3_bucket); see tests/fixtures/s3server.py
