@@ -1,7 +1,10 @@
 """The job client: one place that acts on jobs, for every front end.
 
+- :mod:`.base`: the job client's interface and what it does alike over either transport
+  (the waiting actions), as Flink's ``ClusterClient`` serves both Flink's CLI and its web UI.
 - :mod:`.jobs`: :class:`~.jobs.JobClient` (list, logs, cancel, stop, savepoint, checkpoint,
-  dispose, inspect), as Flink's ``ClusterClient`` serves both Flink's CLI and its web UI.
+  dispose, inspect) over the registry in storage; :mod:`.rest`: the same through
+  ``flinkish web``; :mod:`.connect` picks one for a command.
 - :mod:`.asking`: sending a command to a job's driver through the control channel, waiting
   for its answer, and withdrawing it when the caller gives up.
 - :mod:`.upgrade`: ``flinkish upgrade``, a client of the job client: its state machine, with

@@ -12,7 +12,9 @@ the job's actual outcome, with exit status 1.
 The same functions serve both of the job client's transports: they read jobs through a
 :class:`Lookup` (the registry in storage, or ``flinkish web``'s view of it) and carry
 requests through a :class:`Channel` (the control channel in storage, or the endpoint's
-trigger routes), so a command prints the same lines whichever it went through.
+trigger routes), so a command prints the same lines whichever it went through. The control
+channel in storage and the protocol's commands are imported by the functions that send one:
+a command that only reads jobs through an endpoint loads neither.
 """
 
 from __future__ import annotations
@@ -22,20 +24,16 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from flinkish_cli.errors import JobError, RequestInterruptedError
-from flinkish_cli.registry.control import (
-    DETACHED_TTL,
-    ControlChannel,
-    ControlRequest,
-    ControlResponse,
-    poll_interval,
-)
 from flinkish_cli.registry.jobid import parse_job_id
-from flinkish_cli.registry.protocol import Action, Command, to_request
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry, UnreadableStatusError
+
+if TYPE_CHECKING:
+    from flinkish_cli.registry.control import ControlRequest, ControlResponse
+    from flinkish_cli.registry.protocol import Command
 
 
 class Lookup(Protocol):
@@ -73,13 +71,18 @@ LATE_POLLS = 20
 #: What the driver says when it refuses a second end request (stop, cancel) for a job.
 ALREADY_ENDING = "already ending"
 
-#: Wording per action, for messages ("the savepoint request", "take a savepoint of").
-WHAT = {
-    Action.CANCEL.value: "cancel",
-    Action.STOP.value: "stop-with-savepoint",
-    Action.SAVEPOINT.value: "savepoint",
-    Action.CHECKPOINT.value: "checkpoint",
-}
+
+def _what(action: str) -> str:
+    """Wording per action, for messages ("the savepoint request")."""
+    from flinkish_cli.registry.protocol import Action
+
+    words = {
+        Action.CANCEL.value: "cancel",
+        Action.STOP.value: "stop-with-savepoint",
+        Action.SAVEPOINT.value: "savepoint",
+        Action.CHECKPOINT.value: "checkpoint",
+    }
+    return words.get(action, action)
 
 
 def require_running(registry: Lookup, job_id: str, action: str) -> JobStatus:
@@ -108,18 +111,22 @@ def send_detached(
     registry: JobRegistry,
     job_id: str,
     command: Command,
-    ttl: float = DETACHED_TTL,
+    ttl: float | None = None,
     trigger_id: str | None = None,
 ) -> str:
     """Send ``command`` without waiting (a detached trigger); its request id, the trigger id.
 
-    The job carries it out when its driver next polls, at most ``ttl`` seconds from now. A
+    The job carries it out when its driver next polls, at most ``ttl`` seconds
+    (:data:`~flinkish_cli.registry.control.DETACHED_TTL` when None) from now. A
     ``trigger_id`` chosen by the caller (Flink's clients may) names the request; sending the
     same one again sends nothing, so a retried trigger is carried out once.
     """
+    from flinkish_cli.registry.control import DETACHED_TTL, ControlChannel
+    from flinkish_cli.registry.protocol import to_request
+
     channel = ControlChannel(registry, job_id)
     request = to_request(command)
-    request.expires = time.time() + ttl
+    request.expires = time.time() + (DETACHED_TTL if ttl is None else ttl)
     if trigger_id is not None:
         request.request_id = trigger_id
         if channel.state_of(trigger_id) is not None:
@@ -143,12 +150,16 @@ def ask(
     ``channel`` (the registry's control channel when None) carries it; ``pause`` is the time
     between looks for the answer (half the driver's poll interval when None).
     """
+    from flinkish_cli.registry.protocol import to_request
+
     if channel is None:
+        from flinkish_cli.registry.control import ControlChannel, poll_interval
+
         assert isinstance(registry, JobRegistry)
         channel = ControlChannel(registry, job_id)
         pause = poll_interval(registry.storage) / 2 if pause is None else pause
     request = to_request(command)
-    what = WHAT.get(request.action, request.action)
+    what = _what(request.action)
     request.expires = time.time() + timeout
     first = registry.find(job_id)
     driver = _driver_of(first)
@@ -196,7 +207,7 @@ def _wait(
     pause: float,
 ) -> ControlResponse | None:
     """The response, or None on a time-out; :class:`JobError` when the job cannot answer."""
-    job_id, what = channel.job_id, WHAT.get(request.action, request.action)
+    job_id, what = channel.job_id, _what(request.action)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         response = channel.response(request.request_id)

@@ -17,7 +17,8 @@ Flink's CLI always uses its JobManager's) or the registry in storage.
    is read in storage otherwise (nothing listens, something else listens, another registry,
    the token refused), so a Flink user's configuration works with or without the server.
    Nothing answering is told within :data:`PROBE_TIMEOUT`.
-3. Otherwise, the registry in storage (:class:`~flinkish_cli.client.jobs.JobClient`).
+3. Otherwise, the registry in storage (:class:`~flinkish_cli.client.jobs.JobClient`,
+   imported only then: a command through an endpoint loads no storage client).
 
 ``--verbose`` says which, and why (``note``). "The same registry" compares the registries'
 locations (:class:`~flinkish_cli.registry.store.RegistryIdentity`: a local directory by its
@@ -32,8 +33,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flinkish_cli.client.jobs import JobClient
+from flinkish_cli.client.base import JobClientBase
 from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.registry.store import registry_for
 
 #: How long a command waits for the endpoint of ``rest.address`` before it reads storage.
 PROBE_TIMEOUT = 1.0
@@ -81,23 +83,22 @@ def configured_endpoint(config: Any) -> str | None:
 
 def job_client(
     config: Any, jobmanager: str | None = None, note: Callable[[str], None] | None = None
-) -> JobClient:
+) -> JobClientBase:
     """The job client for a command: through the endpoint, or over storage (see the
     module's rules); ``note`` receives one line saying which (for ``--verbose``)."""
     say = note or (lambda _line: None)
-    local = JobClient(config)
     if jobmanager is not None:
         address = endpoint_of(jobmanager)
         if address is not None:
-            client = _through(config, local, address, "-m", TIMEOUT)
-            say(f"Using {client.transport} (-m), registry {local.identity().location}.")
+            client = _through(config, address, "-m", TIMEOUT)
+            say(f"Using {client.transport} (-m), registry {client.identity().location}.")
             return client
         why = f"-m {jobmanager} names a Spark master, not a REST endpoint"
     else:
         address = configured_endpoint(config)
         if address is not None:
             try:
-                client = _through(config, local, address, "rest.address", PROBE_TIMEOUT)
+                client = _through(config, address, "rest.address", PROBE_TIMEOUT)
             except EndpointRefused as refused:
                 why = refused.message.rstrip(".")
             else:
@@ -105,6 +106,9 @@ def job_client(
                 return client
         else:
             why = "no REST endpoint is configured (rest.address)"
+    from flinkish_cli.client.jobs import JobClient
+
+    local = JobClient(config)
     say(f"Reading the registry in storage ({local.registry.storage.describe()}): {why}.")
     return local
 
@@ -125,7 +129,7 @@ def submission_client(config: Any, request: Any) -> Any:
     from flinkish_cli.submission.endpoint import SUBMIT_KEY
 
     try:
-        client = _through(config, JobClient(config), address, "-m", TIMEOUT)
+        client = _through(config, address, "-m", TIMEOUT)
     except EndpointRefused:
         return None
     if not client.cluster.get(SUBMIT_KEY):
@@ -134,16 +138,15 @@ def submission_client(config: Any, request: Any) -> Any:
     return client
 
 
-def _through(
-    config: Any, local: JobClient, address: str, named_by: str, timeout: float
-) -> JobClient:
-    """The REST client of ``address`` once it has shown it serves ``local``'s registry."""
+def _through(config: Any, address: str, named_by: str, timeout: float) -> Any:
+    """The REST client of ``address`` once it has shown it serves the configuration's
+    registry (its :meth:`~flinkish_cli.registry.store.JobRegistry.identity`: no I/O)."""
     from flinkish_cli.client.rest import Endpoint, RestJobClient
 
     token = config.get("flinkish.web.auth-token")
     endpoint = Endpoint(address, str(token) if token else None, TIMEOUT)
     document = _cluster_document(endpoint, bool(token), timeout)
-    ours = local.identity()
+    ours = registry_for(config).identity()
     theirs = _registry_of(document, address)
     if theirs != ours.id:
         endpoint.close()

@@ -6,16 +6,14 @@ raises a :class:`~flinkish_cli.errors.FlinkishError` that says what went wrong.
 
 This client reads and writes the registry in storage. Its twin,
 :class:`~flinkish_cli.client.rest.RestJobClient`, does the same through ``flinkish web``;
-:func:`~flinkish_cli.client.connect.job_client` picks one of them for a command.
-
-A local savepoint directory given relative (``./sp``) is resolved against the caller's
-working directory before the request leaves this process: the job's driver runs elsewhere.
+:func:`~flinkish_cli.client.connect.job_client` picks one of them for a command. What both
+do alike (the interface, the waiting actions, :func:`resolve_local`, :func:`savepoint_target`)
+is :mod:`.base`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,26 +24,24 @@ from flinkish_cli.client.asking import (
     ask,
     late_response,
     refused_end,
-    require_running,
     send_detached,
     wait_for_end,
 )
-from flinkish_cli.errors import FlinkishError, JobError, SavepointError, UsageError
+from flinkish_cli.client.base import (
+    JobClientBase,
+    StopOutcome,
+    checkpoint_of,
+    resolve_local,
+    savepoint_target,
+)
+from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.registry.control import DETACHED_TTL, ControlResponse
 from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.protocol import (
     CANCEL_TIMEOUT,
-    CHECKPOINT_TIMEOUT,
-    END_TIMEOUT,
-    SAVEPOINT_TIMEOUT,
     Cancel,
-    CheckpointDone,
-    Command,
-    Rescale,
-    SavepointDone,
-    StopWithSavepoint,
     TriggerCheckpoint,
     TriggerSavepoint,
 )
@@ -72,44 +68,16 @@ if TYPE_CHECKING:
     from flinkish_cli.submission.run import Presenter
     from flinkish_cli.submission.submit import RunRequest
 
-SCHEMES = ("file://", "s3://", "s3a://", "hdfs://")
 __all__ = [
     "DETACHED_TTL",
     "JobClient",
     "StopOutcome",
     "TriggerResult",
+    "checkpoint_of",
     "is_trigger_id",
     "resolve_local",
+    "savepoint_target",
 ]
-
-
-def resolve_local(path: str) -> str:
-    """``path`` as the caller means it: a local path relative to the working directory (or
-    starting with ``~``) made absolute; URIs unchanged."""
-    if "://" in path:
-        return path
-    if path.startswith("file:") and not path.startswith("file:/"):
-        path = path[len("file:") :]  # file:relative/dir
-    return os.path.abspath(os.path.expanduser(path))
-
-
-def savepoint_target(config: Any, given: str | None) -> str:
-    """The directory a savepoint goes to: the one given, else the configured default, with a
-    relative local path resolved against the caller's working directory."""
-    target = given or config.get("execution.checkpointing.savepoint-dir")
-    if not target:
-        raise UsageError(
-            "No savepoint directory given and execution.checkpointing.savepoint-dir is not set.",
-            "Pass a target directory, or set execution.checkpointing.savepoint-dir.",
-        )
-    target = str(target)
-    if "://" in target and not target.startswith(SCHEMES):
-        raise UsageError(
-            f"{target} is not on a supported storage.",
-            "Use a local path, file://, s3://, s3a:// or hdfs:// URI.",
-        )
-    resolved = resolve_local(target)
-    return resolved.rstrip("/") or resolved
 
 
 @dataclass(frozen=True)
@@ -125,39 +93,11 @@ class TriggerResult:
     failure: FlinkishError | None = None
 
 
-@dataclass
-class StopOutcome:
-    """What became of a job stopped (or cancelled) with a savepoint."""
-
-    job_id: str
-    path: str
-    state: JobState
-    cause: str | None
-
-    def ended_as(self, expected: JobState) -> JobError | None:
-        """An error when the job did not end ``expected`` once its savepoint was taken."""
-        if self.state is expected:
-            return None
-        if not self.state.is_terminal:
-            return JobError(
-                f"Job {self.job_id} is still {self.state.value} {END_TIMEOUT:.0f} s after its "
-                f"savepoint {self.path} completed.",
-                "See 'flinkish list -a' and the job's log ('flinkish logs').",
-            )
-        detail = f": {self.cause.splitlines()[0]}" if self.cause else ""
-        return JobError(
-            f"Job {self.job_id} ended {self.state.value} after its savepoint {self.path}{detail}."
-        )
-
-
-class JobClient:
-    """Every action on the jobs of one configuration's registry."""
-
-    #: Where this client reaches the jobs (for messages, and ``--verbose``).
-    transport = "storage"
+class JobClient(JobClientBase):
+    """Every action on the jobs of one configuration's registry, in storage."""
 
     def __init__(self, config: Any, keep_reads: bool = False) -> None:
-        self.config = config
+        super().__init__(config)
         #: a long-running process (flinkish web) keeps what it read and revalidates it
         self.keep_reads = keep_reads
         self._registry: JobRegistry | None = None
@@ -305,17 +245,11 @@ class JobClient:
         """The directory a savepoint goes to (:func:`savepoint_target`)."""
         return savepoint_target(self.config, given)
 
-    def _ask(self, job_id: str, command: Command, timeout: float) -> ControlResponse:
-        channel = self._channel(job_id)
-        return ask(self._lookup(), job_id, command, timeout, channel, self._pause())
-
-    def _running(self, job_id: str, action: str) -> JobStatus:
-        return require_running(self._lookup(), parse_job_id(job_id), action)
-
     # -- ending a job ----------------------------------------------------------------------
-    def cancel(self, job_id: str, timeout: float = CANCEL_TIMEOUT, wait: bool = True) -> JobStatus:
+    def cancel(self, job_id: str, timeout: float | None = None, wait: bool = True) -> JobStatus:
         """Cancel a running job at once; its final status (without ``wait``: its status once
         its driver accepted, as Flink's REST API answers before the job has ended)."""
+        timeout = CANCEL_TIMEOUT if timeout is None else timeout
         status = self._running(job_id, "cancel")
         response = ask(self.registry, status.job_id, Cancel(), timeout)
         if not response.ok:
@@ -328,49 +262,6 @@ class JobClient:
                 f"Job {status.job_id} is still {final.state.value} after {timeout:.0f} s."
             )
         return final
-
-    def _stop_command(
-        self,
-        job_id: str,
-        target: str | None,
-        drain: bool,
-        end_state: JobState,
-        fmt: str,
-        upgrade: bool = False,
-    ) -> tuple[str, StopWithSavepoint]:
-        status = self._running(job_id, _stop_action(end_state))
-        command = StopWithSavepoint(
-            target=self._target(target),
-            drain=drain,
-            format_type=fmt,
-            end_state=end_state.value,
-            explicit_target=target is not None,
-            upgrade=upgrade,
-        )
-        return status.job_id, command
-
-    def stop(
-        self,
-        job_id: str,
-        target: str | None,
-        drain: bool,
-        format_type: str = "CANONICAL",
-        end_state: JobState = JobState.FINISHED,
-        upgrade: bool = False,
-    ) -> StopOutcome:
-        """Stop a job gracefully with a savepoint (``end_state`` CANCELED: Flink's deprecated
-        cancel with a savepoint; ``upgrade``: for ``flinkish upgrade``, recorded UPGRADE);
-        the savepoint's path and the state the job ended in."""
-        action = _stop_action(end_state)
-        job_id, command = self._stop_command(job_id, target, drain, end_state, format_type, upgrade)
-        response = self._ask(job_id, command, SAVEPOINT_TIMEOUT)
-        if not response.ok:
-            if response.result.get("unreadable"):
-                raise SavepointError(f"Stopping job {job_id} failed: {response.error}")
-            raise refused_end(self._lookup(), job_id, action, response)
-        path = _savepoint_path(response.result, job_id)
-        final = wait_for_end(self._lookup(), job_id, END_TIMEOUT, self._end_pause())
-        return StopOutcome(job_id, path, final.effective_state(), final.effective_failure_cause())
 
     def stop_detached(
         self,
@@ -390,17 +281,6 @@ class JobClient:
         return send_detached(self.registry, job_id, detached, ttl, trigger_id)
 
     # -- savepoints and checkpoints --------------------------------------------------------
-    def savepoint(self, job_id: str, target: str | None, format_type: str = "CANONICAL") -> str:
-        """Take a savepoint of a running job; its path."""
-        status = self._running(job_id, "take a savepoint of")
-        command = TriggerSavepoint(
-            self._target(target), format_type, explicit_target=target is not None
-        )
-        response = self._ask(status.job_id, command, SAVEPOINT_TIMEOUT)
-        if not response.ok:
-            raise SavepointError(f"Savepoint of job {status.job_id} failed: {response.error}")
-        return _savepoint_path(response.result, status.job_id)
-
     def savepoint_detached(
         self,
         job_id: str,
@@ -468,24 +348,6 @@ class JobClient:
                 state = status.effective_state().value
                 return TriggerResult(True, False, error=f"Job {job_id} ended {state} first.")
         return TriggerResult(True, response.ok, dict(response.result), response.error)
-
-    def checkpoint(self, job_id: str) -> CheckpointDone:
-        """Wait for the job's next completed checkpoint (a committed batch of every query)."""
-        status = self._running(job_id, "checkpoint")
-        response = self._ask(status.job_id, TriggerCheckpoint(), CHECKPOINT_TIMEOUT)
-        if not response.ok:
-            raise SavepointError(f"Checkpoint of job {status.job_id} failed: {response.error}")
-        return checkpoint_of(status.job_id, response.result)
-
-    def rescale(self, job_id: str, parallelism: int, reason: str = "Asked for by user.") -> str:
-        """Rescale a running job in place to ``parallelism`` (its JobID stays; Flink's
-        adaptive scheduler's resource requirements): once the job has stopped with its
-        rescale's savepoint, that savepoint's path; :class:`JobError` when it cannot."""
-        status = self._running(job_id, "rescale")
-        response = self._ask(status.job_id, Rescale(parallelism, reason), SAVEPOINT_TIMEOUT)
-        if not response.ok:
-            raise JobError(f"Rescale of job {status.job_id} failed: {response.error}")
-        return str((response.result or {}).get("savepoint") or "")
 
     def rescale_history(self, job_id: str) -> RescaleHistory:
         """The job's rescale history: the autoscaler's latest evaluation and its rescales."""
@@ -612,30 +474,6 @@ class JobClient:
             return history.all()
         return history.of_lineage(self.registry.get(parse_job_id(job_id)).job_id)
 
-    def savepoint_info(
-        self, path: str, rows: bool = True, notice: Callable[[str], None] | None = None
-    ) -> dict[str, Any]:
-        """What a savepoint (or retained checkpoint) holds, with each stateful operator's
-        state rows per store (read by :mod:`flinkish_cli.state`) unless ``rows`` is false."""
-        from flinkish_cli.savepoints.inspect import describe
-        from flinkish_cli.savepoints.restore import open_source
-        from flinkish_cli.storage import open_for_config
-
-        path = path.rstrip("/")
-        source = open_source(open_for_config(path, self.config), path)
-        summary = describe(source.manifest)
-        summary["path"] = path
-        if rows and any(q.stateful for q in source.manifest.queries):
-            from flinkish_cli.state.api import list_state
-
-            listing = list_state(path, self.config, notice=notice, verify=False)
-            for query in summary["queries"]:
-                state = listing.query(query["name"])
-                for operator in query["stateful-operators"]:
-                    found = state.operator(operator["id"]) if state else None
-                    operator["rows"] = {s.name: s.rows for s in found.stores} if found else {}
-        return summary
-
     # -- state -----------------------------------------------------------------------------
     def state_listing(
         self,
@@ -730,22 +568,3 @@ class JobClient:
             return {}
         with ThreadPoolExecutor(max_workers=min(16, len(job_ids))) as pool:
             return dict(zip(job_ids, pool.map(self.last_savepoint, job_ids), strict=True))
-
-
-def checkpoint_of(job_id: str, result: dict[str, Any]) -> CheckpointDone:
-    """The checkpoint a job's answer names; a :class:`SavepointError` when it names none."""
-    try:
-        return CheckpointDone.from_result(result)
-    except ValueError as error:
-        raise SavepointError(f"Checkpoint of job {job_id}: {error}.") from None
-
-
-def _stop_action(end_state: JobState) -> str:
-    return "cancel" if end_state is JobState.CANCELED else "stop"
-
-
-def _savepoint_path(result: dict[str, Any], job_id: str) -> str:
-    try:
-        return SavepointDone.from_result(result).path
-    except ValueError:
-        raise SavepointError(f"Job {job_id} answered without a savepoint path.") from None

@@ -1,6 +1,7 @@
-"""The job client through ``flinkish web``: :class:`RestJobClient`, the same interface and the
-same lines as :class:`~flinkish_cli.client.jobs.JobClient`, over HTTP instead of storage, as
-Flink's CLI drives its cluster through the JobManager's REST API.
+"""The job client through ``flinkish web``: :class:`RestJobClient`, the same interface
+(:class:`~flinkish_cli.client.base.JobClientBase`) and the same lines as
+:class:`~flinkish_cli.client.jobs.JobClient`, over HTTP instead of storage, as Flink's CLI
+drives its cluster through the JobManager's REST API. It never imports the storage client.
 
 - **Actions** go through Flink's routes, with the bodies Flink's CLI sends:
   ``PATCH /jobs/:jobid?mode=cancel``, ``POST /jobs/:jobid/stop``, ``POST
@@ -20,8 +21,9 @@ Flink's CLI drives its cluster through the JobManager's REST API.
 - **Errors**: the server's job client raises them, and they come back whole in the
   ``Flinkish-Error`` header; an endpoint that stops answering mid-command is a
   :class:`~flinkish_cli.errors.JobError` naming it. Nothing here ever falls back to
-  storage: :attr:`RestJobClient.registry` refuses, so an action that would read storage
-  fails loudly instead.
+  storage: :class:`RestJobClient` has no registry and this module never imports the storage
+  client (import-linter's contract ``rest-not-storage``), so no action of it can read
+  storage.
 - **Programs** (``run -m host:port`` when the endpoint takes them: ``web.submit.enable``)
   are uploaded and started there (:meth:`RestJobClient.submit`,
   :mod:`flinkish_cli.submission.upload`), then followed through the endpoint.
@@ -30,7 +32,9 @@ Flink's CLI drives its cluster through the JobManager's REST API.
   ``run`` to an endpoint that takes no programs (its own ``-m`` handling).
 
 Only the standard library's ``http.client``: the CLI starts fast and imports no web
-framework. One keep-alive connection per command (a log followed has its own).
+framework. One keep-alive connection per command (a log followed has its own). What only
+some commands use (the control protocol's envelopes, savepoint records, rescale histories)
+is imported by the methods that use it.
 """
 
 from __future__ import annotations
@@ -43,11 +47,11 @@ import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from flinkish_cli.client.asking import require_running, wait_for_end
-from flinkish_cli.client.jobs import JobClient, resolve_local, savepoint_target
+from flinkish_cli.client.base import JobClientBase, resolve_local, savepoint_target
 from flinkish_cli.client.wire import (
     ERROR_HEADER,
     LAST_SAVEPOINTS,
@@ -61,13 +65,14 @@ from flinkish_cli.client.wire import (
     run_path,
 )
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError
-from flinkish_cli.registry.control import ControlRequest, ControlResponse
-from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
-from flinkish_cli.registry.protocol import CANCEL_TIMEOUT, Action
-from flinkish_cli.registry.rescales import RescaleHistory
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
+
+if TYPE_CHECKING:
+    from flinkish_cli.registry.control import ControlRequest, ControlResponse
+    from flinkish_cli.registry.history import SavepointRecord
+    from flinkish_cli.registry.rescales import RescaleHistory
 
 #: Seconds between looks for an answer (a job's status, a request's response): each is one
 #: small GET to the server, which revalidates with the storage.
@@ -272,6 +277,8 @@ class RemoteChannel:
     def send(self, request: ControlRequest) -> ControlRequest:
         """The request (:func:`~flinkish_cli.registry.protocol.to_request`'s envelope) as
         Flink's trigger; a directory the user did not name is left to the server."""
+        from flinkish_cli.registry.protocol import Action
+
         args, action = request.args, request.action
         waits = max(1.0, request.deadline() - time.time())
         headers = {TIMEOUT_HEADER: f"{waits:.3f}"}
@@ -312,6 +319,8 @@ class RemoteChannel:
         return answer
 
     def response(self, request_id: str) -> ControlResponse | None:
+        from flinkish_cli.registry.control import ControlResponse
+
         found = self._answer(request_id).get("response")
         if found is None:
             return None
@@ -333,10 +342,10 @@ class RemoteChannel:
         self.endpoint.call("DELETE", control_path(self.job_id, request_id), expect=(200, 204))
 
 
-class RestJobClient(JobClient):
-    """:class:`~flinkish_cli.client.jobs.JobClient` through one ``flinkish web`` (see the
-    module's description): the waiting actions (``stop``, ``savepoint``, ``checkpoint``,
-    ``cancel -s``) are the storage client's own, over a remote lookup and channel."""
+class RestJobClient(JobClientBase):
+    """The job client through one ``flinkish web`` (see the module's description): the
+    waiting actions (``stop``, ``savepoint``, ``checkpoint``, ``cancel -s``) are
+    :class:`~flinkish_cli.client.base.JobClientBase`'s, over a remote lookup and channel."""
 
     def __init__(self, config: Any, endpoint: Endpoint, identity: RegistryIdentity) -> None:
         super().__init__(config)
@@ -346,10 +355,6 @@ class RestJobClient(JobClient):
         self.transport = f"flinkish web at {endpoint.address}"
 
     # -- the transport ---------------------------------------------------------------------
-    @property
-    def registry(self) -> Any:
-        raise AssertionError("RestJobClient reads no storage: the endpoint answers")
-
     def open(self) -> RestJobClient:
         return self
 
@@ -414,6 +419,8 @@ class RestJobClient(JobClient):
         return answer
 
     def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
+        from flinkish_cli.registry.history import SavepointRecord
+
         path = REGISTRY_SAVEPOINTS
         if job_id is not None:
             path = job_path(parse_job_id(job_id), "savepoints")
@@ -425,6 +432,8 @@ class RestJobClient(JobClient):
 
     def rescale_histories(self, statuses: list[JobStatus]) -> dict[str, RescaleHistory]:
         """The rescale histories of the jobs that are not over, as the server reads them."""
+        from flinkish_cli.registry.rescales import RescaleHistory
+
         found = {}
         for status in statuses:
             if status.effective_state().is_terminal:
@@ -439,6 +448,8 @@ class RestJobClient(JobClient):
         return self.last_savepoints([job_id])[job_id]
 
     def last_savepoints(self, job_ids: list[str]) -> dict[str, SavepointRecord | None]:
+        from flinkish_cli.registry.history import SavepointRecord
+
         found: dict[str, Any] = {}
         for start in range(0, len(job_ids), 100):  # URLs of a few kB at most
             batch = job_ids[start : start + 100]
@@ -456,9 +467,12 @@ class RestJobClient(JobClient):
             raise self.endpoint.not_understood(LAST_SAVEPOINTS, str(error)) from None
 
     # -- acting ----------------------------------------------------------------------------
-    def cancel(self, job_id: str, timeout: float = CANCEL_TIMEOUT, wait: bool = True) -> JobStatus:
+    def cancel(self, job_id: str, timeout: float | None = None, wait: bool = True) -> JobStatus:
         """Flink's ``PATCH /jobs/:jobid?mode=cancel`` (answered once the job's driver has
         accepted), then, as over storage, the wait for the job's end."""
+        from flinkish_cli.registry.protocol import CANCEL_TIMEOUT
+
+        timeout = CANCEL_TIMEOUT if timeout is None else timeout
         status = require_running(self.jobs, job_id, "cancel")
         self.endpoint.call(
             "PATCH",

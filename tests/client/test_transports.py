@@ -282,9 +282,9 @@ def test_a_waiting_command_withdraws_what_the_job_did_not_start(
     """A savepoint through the endpoint that the job never answers: the command gives up
     at its time-out, withdraws the request (the job will never carry it out) and says so,
     as it does over storage; the request it sent expired then, not a day later."""
-    import flinkish_cli.client.jobs as jobs
+    import flinkish_cli.registry.protocol as protocol
 
-    monkeypatch.setattr(jobs, "SAVEPOINT_TIMEOUT", 1.0)
+    monkeypatch.setattr(protocol, "SAVEPOINT_TIMEOUT", 1.0)
     job = world.job(answering=False)
     started = time.time()
     result = cli("savepoint", job, "-m", world.web.address)
