@@ -26,15 +26,15 @@ as pid and start time, so a reused pid is no owner) and the next job started on 
 removes the directories of the same user whose owners have all gone
 (:func:`sweep_tmp_dirs`).
 
-This module imports nothing of flinkish's: every layer may use it.
+This module imports nothing of flinkish's: every layer may use it. Every command reads its
+names (the sweep of dead runs), so ``shutil`` and ``tempfile`` are imported by the functions
+that use them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -67,6 +67,8 @@ def make_tmp_dir(job_id: str) -> Path:
     """Create the job's private temporary directory under the system's temporary directory
     (``TMPDIR``): a name no other user can guess or take first, owned by this process. The
     directories that dead jobs left there go first (:func:`sweep_tmp_dirs`)."""
+    import tempfile
+
     base = Path(tempfile.gettempdir())
     sweep_tmp_dirs(base)
     path = Path(tempfile.mkdtemp(prefix=f"{TMP_DIR_PREFIX}{job_id}-", dir=base))
@@ -86,6 +88,8 @@ def sweep_tmp_dirs(base: Path) -> list[Path]:
     """Remove this user's job temporary directories under ``base`` whose owners have all
     exited (a supervisor killed with SIGKILL, and its driver); the ones removed. A directory
     without its owners file (being made, or made by another program) is left alone."""
+    import shutil
+
     removed = []
     with contextlib.suppress(OSError), os.scandir(base) as entries:
         for entry in entries:
@@ -143,6 +147,8 @@ def _alive(owner: str) -> bool:
 def empty_dir(path: Path) -> None:
     """Remove everything in ``path`` (what an ended driver left) but its owners file,
     keeping ``path``."""
+    import shutil
+
     with os.scandir(path) as entries:
         for entry in entries:
             if entry.name == OWNERS_FILE:

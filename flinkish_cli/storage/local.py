@@ -12,6 +12,9 @@ linked to, copied through or uploaded through: a link in a checkpoint could othe
 any file of this machine into a savepoint); :meth:`LocalStorage.special_entries` finds
 links, pipes, sockets and devices in a tree without following any; ``delete_tree`` removes
 links and never what they point to. :meth:`LocalStorage.sync_tree` ``fsync``s a whole tree.
+
+``shutil`` and the thread pool are imported by the operations that use them: a command that
+only names a registry (its location) or reads a few files does not load them.
 """
 
 from __future__ import annotations
@@ -19,11 +22,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat as stat_module
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from flinkish_cli.errors import StorageError
@@ -185,6 +186,8 @@ class LocalStorage(Storage):
         self._write_atomic(path, lambda out: out.write(data))
 
     def write_stream(self, path: str, stream: BinaryIO) -> None:
+        import shutil
+
         self._write_atomic(path, lambda out: shutil.copyfileobj(stream, out, CHUNK))
 
     def _write_atomic(self, path: str, fill: object) -> None:
@@ -302,6 +305,8 @@ class LocalStorage(Storage):
             if not isinstance(error, FileNotFoundError):  # removed concurrently: fine
                 raise _translate(error, "delete", failed) from error  # type: ignore[arg-type]
 
+        import shutil
+
         if sys.version_info >= (3, 12):
             shutil.rmtree(target, onexc=fail)
         else:
@@ -338,6 +343,8 @@ class LocalStorage(Storage):
                     for name in names
                     if not os.path.islink(os.path.join(top, name))
                 ]
+            from concurrent.futures import ThreadPoolExecutor
+
             workers = max(1, min(self.settings.max_workers, len(files)))
             with ThreadPoolExecutor(workers, thread_name_prefix="flinkish-sync") as pool:
                 list(pool.map(_fsync_path, files))
