@@ -25,6 +25,8 @@ mapping; a list or mapping inside a list; one key set twice to different values.
 Values may refer to environment variables and files (``${env:NAME}``, ``${file:/path}``, see
 :mod:`.references`); they are resolved here, and a secret given with ``-D`` as plain text
 gets a warning (it is visible in the process list).
+
+PyYAML is imported only to read a ``config.yaml`` (a legacy file is read line by line).
 """
 
 from __future__ import annotations
@@ -34,8 +36,7 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 import flinkish_cli.config.options as opts
 import flinkish_cli.config.yamlnodes as yn
@@ -46,6 +47,9 @@ from flinkish_cli.config.secrets import REDACTED, is_secret
 from flinkish_cli.config.sources import Setting, Source, display_path
 from flinkish_cli.config.valuetypes import Nested
 from flinkish_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "LEGACY_FILE",
@@ -214,6 +218,8 @@ def _yaml_error(shown: str, error: yaml.YAMLError) -> ConfigError:
 
 def read_yaml(path: Path) -> tuple[list[Setting], WarningLog]:
     """Settings of a standard-YAML ``config.yaml`` (nested keys joined with dots)."""
+    import yaml  # only a config.yaml needs PyYAML
+
     shown = display_path(path)
     text = _read_text(path)
     try:

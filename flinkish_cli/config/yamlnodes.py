@@ -12,14 +12,14 @@ before anything is expanded:
 - an alias to a node that contains it (a recursive alias), an undefined alias, and a second
   YAML document in the file.
 
-Problems raise :class:`YamlLimit` with the line (1-based) they were found on.
+Problems raise :class:`YamlLimit` with the line (1-based) they were found on. PyYAML is
+imported by :func:`compose`, when a ``config.yaml`` is read: a legacy ``flink-conf.yaml``
+needs none of it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import yaml
 
 __all__ = [
     "MAX_DEPTH",
@@ -36,8 +36,6 @@ __all__ = [
 MAX_DEPTH = 64
 #: Most values (scalars, lists and maps) a file may hold once its aliases are expanded.
 MAX_VALUES = 100_000
-
-_LOADER = getattr(yaml, "CSafeLoader", None)
 
 
 class YamlLimit(Exception):
@@ -98,6 +96,9 @@ def _too_deep(line: int) -> YamlLimit:
 
 def compose(text: str) -> Node | None:
     """The root node of ``text`` (None when empty); raises YamlLimit or yaml.YAMLError."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
     anchors: dict[str, Node] = {}
     open_ids: set[int] = set()  # anchored collections being composed
     stack: list[Node] = []
@@ -125,7 +126,7 @@ def compose(text: str) -> Node | None:
         else:
             root = node
 
-    for event in yaml.parse(text, Loader=_LOADER or yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=loader):
         line = (event.start_mark.line + 1) if event.start_mark is not None else 1
         if isinstance(event, yaml.DocumentStartEvent):
             documents += 1
