@@ -8,7 +8,8 @@ itself, a job whose test writes its own configuration) is compiled by the JVM's 
 alone: ``SPARK_SUBMIT_OPTS`` (a developer's own value wins). Such JVMs live seconds, where a
 job's live months: on two cores ``tests/jobs/test_counts_per_key.py`` took 33 CPU-seconds
 with both tiers, 22 with the first. Their processes (Hadoop's ``chmod`` of each file it
-creates) are started by vfork, without the helper process Java 17 execs first by default.
+creates) are started by vfork, without the helper process Java 17 execs first by default, and
+Spark's own classes are not verified again in each of them (``SHORT_JVM``).
 (The test configuration gives flinkish's drivers the same and the serial collector:
 ``TEST_JVM_OPTIONS``.) The product never sets it.
 """
@@ -18,9 +19,9 @@ import os
 import pytest
 
 pytest.register_assert_rewrite("tests.fixtures")  # imported here before its plugins load
-from tests.fixtures.flinkish_env import VFORK  # noqa: E402
+from tests.fixtures.flinkish_env import SHORT_JVM  # noqa: E402
 
-os.environ.setdefault("SPARK_SUBMIT_OPTS", f"-XX:TieredStopAtLevel=1 {VFORK}")
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_JVM)
 
 pytest_plugins = [
     # S3: a real moto server on loopback (s3_server, s3_bucket); see tests/fixtures/s3server.py
