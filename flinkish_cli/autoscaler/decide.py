@@ -15,6 +15,27 @@ with a known true processing rate (:mod:`.metrics`) is sized as Flink sizes a ve
   rounded up, assuming the rate grows linearly with the parallelism. The restart share
   sizes a change and never triggers one: a backlog of a few records is no reason to scale.
 
+**A scale-down is sized with what the job measured** (flinkish's, not Flink's). Flink
+sizes every change linearly: a vertex at parallelism ``p`` with true rate ``r`` processes
+``r / p`` per slot at any parallelism. A Spark micro-batch has a fixed cost besides its
+rows (planning, scheduling, the commit), so under a low input the rate per slot falls as
+the parallelism grows, and the linear rule underestimates what fewer slots can do: the
+benchmark's job, measured at 6.1 rows/s at parallelism 1, read 2.8 rows/s per slot at 4
+under the same low input and was scaled down 4 → 3 only. So a scale-down (never a
+scale-up, never its trigger: that is the current window's utilisation) sizes a query with
+the rate per slot the job itself measured at a smaller parallelism when that is more than
+the linear one. The measurements are the figures of the job's rescale history
+(:func:`measured_rates`): each decision recorded its queries' figures, measured over a full
+window at its *from* parallelism; the history survives restarts and rescales (same JobID)
+and starts afresh with a new job (an upgrade). A measurement counts when it is of the same
+query, at a parallelism below the current one, with a known rate over a full metrics
+window (at least the current ``metrics.window``), and at most :data:`HISTORY_MAX_AGE` old;
+of several the lowest rate per slot is taken. The query's parallelism is then the capacity
+above over that rate per slot, rounded up: at the measured parallelism the measured rate
+itself, so the job is never sized below what its target utilisation allows by its own
+figures. Every guard below is checked first, and the max factor, the bounds and the
+allowed parallelisms after, as for a linear size.
+
 An idle query needs nothing (``vertex.min-parallelism``). The job scales up when a query's
 utilisation is above ``utilization.max``, down when every query's is below
 ``utilization.min``, and not at all in between. The new parallelism is bounded by the max
@@ -52,7 +73,7 @@ record says NOT_APPLIED (:func:`rescale_record`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -65,6 +86,9 @@ UP, DOWN, NONE = "up", "down", "none"
 NEAR_FULL = 0.95
 #: Float noise allowed when a required parallelism is rounded up.
 _EPSILON = 1e-9
+#: A measurement in the rescale history older than this (seconds) is stale: the default of
+#: Flink's ``job.autoscaler.history.max.age``, for the history its autoscaler learns from.
+HISTORY_MAX_AGE = 86_400.0
 
 Allowed = Callable[[int], bool] | Collection[int]
 
@@ -92,12 +116,50 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """A query's true processing rate the job measured at a parallelism (epoch s)."""
+
+    query: str
+    parallelism: int
+    time: float
+    processing_rate: float | None
+    window_seconds: float
+    window_complete: bool
+
+
+def measured_rates(records: Iterable[RescaleRecord]) -> list[Measured]:
+    """The measurements in rescale records: a record's ``figures["queries"]`` are its
+    queries' figures over the window that ended at its ``time``, at its ``from``
+    parallelism (whatever became of the decision). A figure it cannot read is left out."""
+    found = []
+    for record in records:
+        queries = record.figures.get("queries")
+        for name, m in (queries if isinstance(queries, dict) else {}).items():
+            try:
+                rate = m["processing_rate"]
+                found.append(
+                    Measured(
+                        str(name),
+                        record.from_parallelism,
+                        record.time / 1000,
+                        None if rate is None else float(rate),
+                        float(m["window_seconds"]),
+                        m["window_complete"] is True,
+                    )
+                )
+            except (KeyError, TypeError, ValueError):
+                continue
+    return found
+
+
+@dataclass(frozen=True)
 class _Need:
     """What one query with a known rate needs."""
 
     utilisation: float  # with the backlog to work off
     steady: float  # without it
     required: int
+    capacity: float  # rows/s to size for
 
 
 def _need(m: QueryMetrics, current: int, settings: AutoscalerSettings) -> _Need:
@@ -111,7 +173,8 @@ def _need(m: QueryMetrics, current: int, settings: AutoscalerSettings) -> _Need:
     restart_rate = m.input_rate * settings.restart_time / settings.catch_up_duration
     capacity = backlog_rate + restart_rate + m.input_rate / settings.utilization_target
     required = math.ceil(current * capacity / rate - _EPSILON)
-    return _Need((m.input_rate + backlog_rate) / rate, m.input_rate / rate, max(1, required))
+    utilisation = (m.input_rate + backlog_rate) / rate
+    return _Need(utilisation, m.input_rate / rate, max(1, required), capacity)
 
 
 def _snap(wanted: int, settings: AutoscalerSettings, allowed: Allowed | None) -> int | None:
@@ -156,11 +219,14 @@ def decide(
     run_start: float,
     last_change: float | None = None,
     allowed: Allowed | None = None,
+    measured: Sequence[Measured] = (),
 ) -> Decision:
     """The job-wide decision at ``now`` (epoch seconds) for a job at parallelism ``current``
     whose run started at ``run_start``, last changed its parallelism at ``last_change``
     (None: never), from its queries' :func:`~.metrics.query_metrics`. ``allowed``: the
-    parallelisms the job may take (a set, or a test); None: any in [min, max]."""
+    parallelisms the job may take (a set, or a test); None: any in [min, max].
+    ``measured``: the rates the job measured before (:func:`measured_rates` of its rescale
+    history), which may size a scale-down."""
     needs = {m.query: _need(m, current, settings) for m in metrics if _known(m)}
     figures: dict[str, Any] = {
         "queries": {m.query: m.to_json() for m in metrics},
@@ -240,7 +306,8 @@ def decide(
             "(too little busy time in the window to measure it).",
             "unknown-rate",
         )
-    return _scale_down(metrics, needs, current, settings, now, last_change, allowed, keep, change)
+    down = _Down(metrics, needs, current, settings, now, last_change, allowed, measured)
+    return _scale_down(down, figures, keep, change)
 
 
 def _naive(m: QueryMetrics, need: _Need) -> float:
@@ -253,19 +320,76 @@ def _known(m: QueryMetrics) -> bool:
     return not m.idle and m.processing_rate is not None and m.processing_rate > 0
 
 
+@dataclass(frozen=True)
+class _Down:
+    """What a scale-down is decided from."""
+
+    metrics: Sequence[QueryMetrics]
+    needs: dict[str, _Need]
+    current: int
+    settings: AutoscalerSettings
+    now: float
+    last_change: float | None
+    allowed: Allowed | None
+    measured: Sequence[Measured]
+
+
+def _trusted(h: Measured, query: str, d: _Down) -> bool:
+    """``h`` may size ``query``'s scale-down: the same query, a smaller parallelism, a
+    known rate over a full window, not stale."""
+    return (
+        h.query == query
+        and 1 <= h.parallelism < d.current
+        and h.processing_rate is not None
+        and math.isfinite(h.processing_rate)
+        and h.processing_rate > 0
+        and h.window_complete
+        and h.window_seconds >= d.settings.metrics_window - _EPSILON
+        and 0 <= d.now - h.time <= HISTORY_MAX_AGE
+    )
+
+
+def _sized_down(query: str, need: _Need, d: _Down) -> tuple[int, dict[str, Any] | None]:
+    """The parallelism ``query`` needs on a scale-down, and the measurement it was sized
+    with (None: linearly): the lowest rate per slot it was measured at below the current
+    parallelism, when that is more than its current rate per slot."""
+    rate = next(m.processing_rate for m in d.metrics if m.query == query) or 0.0
+    seen = [h for h in d.measured if _trusted(h, query, d)]
+    h = min(seen, key=lambda s: (s.processing_rate or 0.0) / s.parallelism, default=None)
+    if h is None or h.processing_rate is None:
+        return need.required, None
+    per_slot = h.processing_rate / h.parallelism
+    if per_slot <= rate / d.current:
+        return need.required, None
+    required = max(1, math.ceil(need.capacity / per_slot - _EPSILON))
+    return min(need.required, required), {
+        "parallelism": h.parallelism,
+        "processing_rate": h.processing_rate,
+        "time": int(h.time * 1000),
+        "linear": need.required,
+    }
+
+
+def _sized_as_measured(query: str, used: dict[str, Any], d: _Down) -> str:
+    rate = used["processing_rate"]
+    current = next(m.processing_rate for m in d.metrics if m.query == query) or 0.0
+    return (
+        f"query '{query}' ran at {rate:.1f} rows/s at parallelism {used['parallelism']} "
+        f"{(d.now - used['time'] / 1000) / 60:.0f} min ago ({rate / used['parallelism']:.1f} "
+        f"a slot, {current / d.current:.1f} a slot at {d.current} now; linearly it wanted "
+        f"{used['linear']})"
+    )
+
+
 def _scale_down(
-    metrics: Sequence[QueryMetrics],
-    needs: dict[str, _Need],
-    current: int,
-    settings: AutoscalerSettings,
-    now: float,
-    last_change: float | None,
-    allowed: Allowed | None,
+    d: _Down,
+    figures: dict[str, Any],
     keep: Callable[..., Decision],
     change: Callable[[int, str], Decision],
 ) -> Decision:
     """Every query below utilization.min (or idle): the guards of a scale-down, then it."""
-    behind = [m for m in metrics if (m.backlog_seconds or 0.0) > settings.lag_threshold]
+    settings, current, now, needs = d.settings, d.current, d.now, d.needs
+    behind = [m for m in d.metrics if (m.backlog_seconds or 0.0) > settings.lag_threshold]
     if behind:
         m = behind[0]
         return keep(
@@ -275,21 +399,25 @@ def _scale_down(
             "backlog",
         )
     ceiling = min(settings.utilization_max, NEAR_FULL)
-    busy = [m for m in metrics if m.busy_share >= ceiling]
+    busy = [m for m in d.metrics if m.busy_share >= ceiling]
     if busy:
         return keep(
             f"No scale-down while query '{busy[0].query}' is {busy[0].busy_share:.0%} busy "
             f"(at or above {ceiling:.0%}), whatever its estimated rate says.",
             "busy",
         )
-    if last_change is not None and now - last_change < settings.scale_down_interval:
+    if d.last_change is not None and now - d.last_change < settings.scale_down_interval:
         return keep(
             f"No scale-down within scale-down.interval ({settings.scale_down_interval:.0f} s) "
-            f"of the last change, {now - last_change:.0f} s ago.",
+            f"of the last change, {now - d.last_change:.0f} s ago.",
             "scale-down-interval",
         )
-    wanted = max((n.required for n in needs.values()), default=settings.min_parallelism)
-    target = _snap(_bounded(wanted, current, settings), settings, allowed)
+    sized = {q: _sized_down(q, n, d) for q, n in needs.items()}
+    used = {q: u for q, (_, u) in sized.items() if u is not None}
+    if used:
+        figures["measured"] = used
+    wanted = max((r for r, _ in sized.values()), default=settings.min_parallelism)
+    target = _snap(_bounded(wanted, current, settings), settings, d.allowed)
     if target is None or target >= current:
         return keep(f"Low load, but no allowed parallelism below {current} fits it.")
     load = (
@@ -298,10 +426,12 @@ def _scale_down(
         if needs
         else "every query is idle"
     )
+    how = "; ".join(_sized_as_measured(q, u, d) for q, u in used.items())
     return change(
         target,
-        f"Scale down from {current} to {target}: {load} (wanted {wanted}; at most "
-        f"scale-down.max-factor {settings.scale_down_max_factor:.0%} less per step).",
+        f"Scale down from {current} to {target}: {load} (wanted {wanted}"
+        f"{f', sized with a measured rate: {how}' if how else ''}; at most scale-down.max-factor "
+        f"{settings.scale_down_max_factor:.0%} less per step).",
     )
 
 

@@ -15,7 +15,10 @@ NOT_APPLIED with the reason. Nothing is evaluated while a rescale is under way, 
 the job is not RUNNING. The measured windows start with this driver (a rescale's new
 driver starts them afresh: its figures are those of the new parallelism), and the last
 change counts from when it completed (a rescale that took minutes does not spend
-``stabilization.interval`` or ``scale-down.interval`` while it ran).
+``stabilization.interval`` or ``scale-down.interval`` while it ran). The rates measured at
+earlier parallelisms, which may size a scale-down, are the figures of the rescale history's
+records (:func:`~flinkish_cli.autoscaler.decide.measured_rates`): they survive every
+driver, where this object's own state does not outlive a rescale.
 
 Any parallelism in ``[vertex.min-parallelism, vertex.max-parallelism]`` is allowed: Spark's
 offline repartition (RocksDB) splits state into any number of partitions, and Spark's
@@ -31,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flinkish_cli.autoscaler.decide import Decision, decide, rescale_record
+from flinkish_cli.autoscaler.decide import Decision, decide, measured_rates, rescale_record
 from flinkish_cli.autoscaler.metrics import query_metrics
 from flinkish_cli.autoscaler.settings import AutoscalerSettings
 from flinkish_cli.registry import series as series_file
@@ -121,4 +124,12 @@ class Autoscaler:
         ]
         last = history.last_change()  # a change counts from when it completed
         changed = (last.end_time or last.time) / 1000 if last is not None else None
-        return decide(metrics, self.parallelism, self.settings, now, self.run_start, changed)
+        return decide(
+            metrics,
+            self.parallelism,
+            self.settings,
+            now,
+            self.run_start,
+            changed,
+            measured=measured_rates(history.rescales),  # a scale-down is sized with them
+        )

@@ -8,10 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from flinkish_cli.autoscaler.decide import Decision, decide, rescale_record
-from flinkish_cli.autoscaler.metrics import query_metrics
+from flinkish_cli.autoscaler.decide import (
+    HISTORY_MAX_AGE,
+    Decision,
+    Measured,
+    decide,
+    measured_rates,
+    rescale_record,
+)
+from flinkish_cli.autoscaler.metrics import QueryMetrics, query_metrics
 from flinkish_cli.autoscaler.settings import AutoscalerSettings
-from flinkish_cli.registry.rescales import Outcome
+from flinkish_cli.registry.rescales import Outcome, RescaleRecord
 from tests.autoscaler.load import Job, batches, settings
 
 S = settings(metrics_window=600.0, stabilization_interval=60.0)
@@ -207,3 +214,127 @@ def test_a_backlog_of_a_few_records_is_no_reason_to_scale_up() -> None:
     decision = decide([metrics], 1, s, now=1000.0, run_start=0.0)
     assert (decision.direction, decision.blocked_by) == ("none", None), decision.reason
     assert "Within target" in decision.reason
+
+
+#: The benchmark's keys (benchmarks/autoscale.py; restart.time at its 5 min default).
+BENCH = replace(
+    S,
+    metrics_window=120.0,
+    stabilization_interval=60.0,
+    scale_down_interval=300.0,
+    catch_up_duration=180.0,
+    scale_down_max_factor=0.9,
+    utilization_target=0.4,
+    utilization_min=0.3,
+    utilization_max=0.8,
+    max_parallelism=6,
+)
+
+
+def bench_metrics(**changes: object) -> QueryMetrics:
+    """The benchmark's query after the step, at parallelism 4: 2 rows/s, 10 rows a 5 s
+    trigger in 0.9 s: 11.1 rows/s (2.8 per slot), 18 % busy."""
+    figures = dict(
+        batches=24, outliers=0, window_seconds=120.0, window_complete=True, input_rate=2.0,
+        busy_share=0.18, processing_rate=2.0 / 0.18, rate_busy_seconds=21.6,
+        raw_processing_rate=2.0 / 0.18, backlog=0.0, backlog_start=0.0, backlog_growth=0.0,
+        idle=False,
+    )  # fmt: skip
+    return QueryMetrics("enriched", **{**figures, **changes})  # type: ignore[arg-type]
+
+
+def bench_history() -> list[RescaleRecord]:
+    """The benchmark's scale-up, decided 646 s into the schedule at parallelism 1 from a
+    true rate of 6.1 rows/s over a full window (its figures are in the record)."""
+    at_1 = bench_metrics(input_rate=5.1, busy_share=0.84, processing_rate=6.1, backlog=106.0)
+    up = decide([at_1], 1, BENCH, now=646.0, run_start=0.0)
+    assert (up.direction, up.target) == ("up", 4), up.reason
+    return [rescale_record(up, BENCH, 646.0)]
+
+
+def bench_down(
+    measured: list[Measured],
+    s: AutoscalerSettings = BENCH,
+    allowed: set[int] | None = None,
+    **changes: object,
+) -> Decision:
+    """The benchmark's scale-down evaluation, 1320 s in; the scale-up ended at 791 s."""
+    metrics = [bench_metrics(**changes)]
+    return decide(metrics, 4, s, 1320.0, 791.0, 791.0, allowed, measured)
+
+
+def test_a_scale_down_is_sized_with_the_rate_the_job_measured_at_a_smaller_parallelism() -> None:
+    """Found by the benchmark: linearly, 11.1 rows/s at 4 is 2.8 per slot, so the low input
+    (2 rows/s at 40 % and what arrives in a 300 s restart within 180 s: 8.3 rows/s) wanted 3
+    slots; the job measured 6.1 rows/s at 1 before its scale-up, and 2 slots of that are
+    12.2 rows/s. One slot (6.1) would be below the target utilisation: never taken."""
+    linear = bench_down([])
+    assert (linear.direction, linear.target) == ("down", 3), linear.reason
+    assert "measured" not in linear.figures
+    down = bench_down(measured_rates(bench_history()))
+    assert (down.direction, down.target) == ("down", 2), down.reason
+    assert (
+        "ran at 6.1 rows/s at parallelism 1 11 min ago (6.1 a slot, 2.8 a slot at 4 now; "
+        "linearly it wanted 3)" in down.reason
+    )
+    assert down.figures["measured"]["enriched"] == {
+        "parallelism": 1, "processing_rate": 6.1, "time": 646_000, "linear": 3,
+    }  # fmt: skip
+    # at 2 (about 8.7 rows/s, 23 % busy) the measurement at 1 still says 1 slot is too few
+    at_2 = decide(
+        [bench_metrics(processing_rate=8.7, busy_share=0.23)], 2, BENCH, 1700.0, 1336.0,
+        last_change=1336.0, measured=measured_rates(bench_history()),
+    )  # fmt: skip
+    assert (at_2.direction, at_2.target) == ("none", 2), at_2.reason
+    # a lighter load: the measurement at 1 fits it, the linear rule wanted 2
+    light = bench_down(measured_rates(bench_history()), input_rate=1.0, processing_rate=10.0)
+    assert (light.target, light.figures["measured"]["enriched"]["linear"]) == (1, 2)
+
+
+def test_a_measurement_stale_of_another_query_too_short_or_not_smaller_is_ignored() -> None:
+    (good,) = measured_rates(bench_history())
+    assert bench_down([good]).target == 2
+    ignored = {
+        "stale": replace(good, time=1320.0 - HISTORY_MAX_AGE - 1),
+        "from the future": replace(good, time=1400.0),
+        "another query": replace(good, query="other"),
+        "a window not full": replace(good, window_complete=False),
+        "a shorter window": replace(good, window_seconds=60.0),
+        "an unknown rate": replace(good, processing_rate=None),
+        "at the current parallelism": replace(good, parallelism=4, processing_rate=30.0),
+        "slower per slot than now": replace(good, parallelism=2, processing_rate=5.0),
+    }
+    for why, measured in ignored.items():
+        decision = bench_down([measured])
+        assert (decision.target, "measured" in decision.figures) == (3, False), why
+    # of several, the lowest rate per slot: 7.0 at 2 is 3.5 a slot, two slots of it too few
+    assert bench_down([good, replace(good, parallelism=2, processing_rate=7.0)]).target == 3
+    # figures it cannot read are left out
+    damaged = bench_history()[0]
+    damaged.figures["queries"] = {"enriched": {"processing_rate": "fast"}, "x": None}
+    assert measured_rates([damaged]) == []
+    assert measured_rates([replace(damaged, figures={"queries": [1]})]) == []
+
+
+def test_a_measurement_bypasses_no_guard_and_never_sizes_a_scale_up() -> None:
+    measured = measured_rates(bench_history())
+    held = {
+        "scale-down-interval": decide(
+            [bench_metrics()], 4, BENCH, 1000.0, 791.0, last_change=791.0, measured=measured
+        ),
+        # 200 records: 100 s of input, 28 % busy with them
+        "backlog": bench_down(measured, replace(BENCH, lag_threshold=60.0), backlog=200.0),
+        "busy": bench_down(measured, busy_share=0.96),
+        "unknown-rate": bench_down(measured, processing_rate=None),
+    }
+    for guard, decision in held.items():
+        assert (decision.target, decision.blocked_by) == (4, guard), decision.reason
+    factor = bench_down(measured, s=replace(BENCH, scale_down_max_factor=0.25))
+    assert factor.target == 3  # wants 2; 4 x (1 - 0.25)
+    assert bench_down(measured, s=replace(BENCH, min_parallelism=3)).target == 3
+    assert bench_down(measured, allowed={3, 4, 6}).target == 3
+    assert bench_down(measured, allowed={4, 6}).target == 4
+    # above utilization.max: a measurement at 1 does not change a scale-up's size
+    busy = {"input_rate": 10.0, "busy_share": 0.9}
+    up = [bench_down(m, **busy) for m in (measured, [])]
+    assert up[0].direction == "up" and up[0].target == up[1].target, up[0].reason

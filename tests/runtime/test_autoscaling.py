@@ -105,3 +105,26 @@ def test_the_last_change_counts_from_when_it_completed(tmp_path: Path) -> None:
     history.write(job.registry, JOB)
     decision = job.autoscaler().evaluate(NOW)
     assert decision is not None and decision.blocked_by == "stabilizing", decision.reason
+
+
+def test_a_scale_down_is_sized_with_the_rate_in_the_rescale_history(tmp_path: Path) -> None:
+    """At 2, 100 rows in 3.5 s every 10 s (35 % busy) want 2 slots linearly; the scale-up
+    from 1, recorded with the rate it measured there (20 rows/s, more than the 14.3 a slot
+    now), says 1 is enough: the driver reads it from the history and scales down to 1."""
+    job = Job(tmp_path)
+    series_file.write(
+        job.registry,
+        JOB,
+        series_file.Series(queries={"q": batches(NOW - 1200, NOW, 10.0, 100, 3.5)}),
+    )
+    assert job.autoscaler().evaluate(NOW).target == 2  # type: ignore[union-attr]
+    measured = {"processing_rate": 20.0, "window_seconds": 600.0, "window_complete": True}
+    up = RescaleRecord.new(NOW - 5000, 1, 2, "up", "Scale up.", {"queries": {"q": measured}}, True)
+    up.outcome, up.end_time = Outcome.COMPLETED, int((NOW - 4900) * 1000)
+    history = RescaleHistory()
+    history.append(up)
+    history.write(job.registry, JOB)
+    decision = job.autoscaler().evaluate(NOW)
+    assert decision is not None and (decision.direction, decision.target) == ("down", 1)
+    assert "ran at 20.0 rows/s at parallelism 1" in decision.reason
+    assert job.history().rescales[-1].figures["measured"]["q"]["parallelism"] == 1
