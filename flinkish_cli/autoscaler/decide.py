@@ -15,6 +15,19 @@ with a known true processing rate (:mod:`.metrics`) is sized as Flink sizes a ve
   rounded up, assuming the rate grows linearly with the parallelism. The restart share
   sizes a change and never triggers one: a backlog of a few records is no reason to scale.
 
+**The restart time can be learnt** (Flink's ``restart.time-tracking``, off by default as in
+Flink). ``restart.time`` sizes the restart share above and sets the catch-up deadline
+below. With ``restart.time-tracking.enabled`` both use the longest restart the job itself
+measured on its recent rescales (:func:`restart_time`), at most
+``restart.time-tracking.limit``, and ``restart.time`` while it has measured none. A
+rescale's restart is measured when it completes, onto its rescale history record (its
+``restart-duration``): from when the old driver began stopping its queries for it to when
+the new driver had every query's first batch at the new parallelism behind it. The recent
+ones are those of Flink's scaling tracking: the newest :data:`RESTART_SAMPLES` measured
+rescales made at most :data:`HISTORY_MAX_AGE` ago, and the newest measured one whatever its
+age. Like the measured rates, they survive restarts and rescales (same JobID) and start
+afresh with a new job.
+
 **A scale-down is sized with what the job measured** (flinkish's, not Flink's). Flink
 sizes every change linearly: a vertex at parallelism ``p`` with true rate ``r`` processes
 ``r / p`` per slot at any parallelism. A Spark micro-batch has a fixed cost besides its
@@ -52,7 +65,7 @@ Guards, each named in :attr:`Decision.blocked_by`, in the order they are checked
 - ``window``: the metrics window is not full yet;
 - ``catching-up`` (FLINK-31318): no scale-up that only the backlog asks for while every
   backlog shrinks fast enough to be gone by the catch-up deadline (the last change, or the
-  run's start, + restart.time + catch-up.duration);
+  run's start, + restart.time, or the learnt one, + catch-up.duration);
 - ``outliers`` (FLINK-33764): no scale-up that only outlier batches (GC, restart,
   checkpoint) ask for: when the naive rate (outliers included) would put a query above
   ``utilization.max`` and the true rate does not, the job keeps its parallelism;
@@ -89,6 +102,10 @@ _EPSILON = 1e-9
 #: A measurement in the rescale history older than this (seconds) is stale: the default of
 #: Flink's ``job.autoscaler.history.max.age``, for the history its autoscaler learns from.
 HISTORY_MAX_AGE = 86_400.0
+#: The measured restarts a learnt restart time is the longest of: the newest this many, the
+#: default of Flink's ``job.autoscaler.history.max.count``, by which its scaling tracking
+#: trims the rescales it keeps restart durations of (with ``history.max.age``).
+RESTART_SAMPLES = 3
 
 Allowed = Callable[[int], bool] | Collection[int]
 
@@ -152,6 +169,26 @@ def measured_rates(records: Iterable[RescaleRecord]) -> list[Measured]:
     return found
 
 
+def restart_time(
+    settings: AutoscalerSettings, records: Iterable[RescaleRecord], now: float
+) -> float:
+    """The restart time (s) a decision at ``now`` sizes with, as Flink's
+    ``ScalingTracking.getMaxRestartTimeOrDefault``: ``restart.time`` unless
+    ``restart.time-tracking.enabled``; with it, the longest restart measured on the recent
+    rescales among ``records`` (the job's rescale history: the newest
+    :data:`RESTART_SAMPLES` measured ones made at most :data:`HISTORY_MAX_AGE` before
+    ``now``, and the newest measured one whatever its age), at most
+    ``restart.time-tracking.limit``; ``restart.time`` when none was measured."""
+    if not settings.restart_time_tracking:
+        return settings.restart_time
+    measured = sorted((r for r in records if r.restart_duration is not None), key=lambda r: r.time)
+    if not measured:
+        return settings.restart_time
+    recent = [r for r in measured if r.time / 1000 >= now - HISTORY_MAX_AGE][-RESTART_SAMPLES:]
+    longest = max(r.restart_duration or 0 for r in recent or measured[-1:]) / 1000
+    return min(longest, settings.restart_time_limit)
+
+
 @dataclass(frozen=True)
 class _Need:
     """What one query with a known rate needs."""
@@ -162,15 +199,15 @@ class _Need:
     capacity: float  # rows/s to size for
 
 
-def _need(m: QueryMetrics, current: int, settings: AutoscalerSettings) -> _Need:
+def _need(m: QueryMetrics, current: int, settings: AutoscalerSettings, restart: float) -> _Need:
     """As Flink's ``AutoScalerUtils.getTargetProcessingCapacity``: whether the query is
     overloaded compares its input and its backlog's share of catch-up.duration with its true
     rate (``utilisation``); the parallelism is sized for that backlog share, the input that
-    arrives while the job restarts (restart.time) worked off within catch-up.duration too,
-    and the input at utilization.target (``required``)."""
+    arrives while the job restarts (``restart`` s: restart.time, or the learnt one) worked
+    off within catch-up.duration too, and the input at utilization.target (``required``)."""
     rate = m.processing_rate or 0.0
     backlog_rate = (m.backlog or 0.0) / settings.catch_up_duration
-    restart_rate = m.input_rate * settings.restart_time / settings.catch_up_duration
+    restart_rate = m.input_rate * restart / settings.catch_up_duration
     capacity = backlog_rate + restart_rate + m.input_rate / settings.utilization_target
     required = math.ceil(current * capacity / rate - _EPSILON)
     utilisation = (m.input_rate + backlog_rate) / rate
@@ -220,18 +257,23 @@ def decide(
     last_change: float | None = None,
     allowed: Allowed | None = None,
     measured: Sequence[Measured] = (),
+    restart: float | None = None,
 ) -> Decision:
     """The job-wide decision at ``now`` (epoch seconds) for a job at parallelism ``current``
     whose run started at ``run_start``, last changed its parallelism at ``last_change``
     (None: never), from its queries' :func:`~.metrics.query_metrics`. ``allowed``: the
     parallelisms the job may take (a set, or a test); None: any in [min, max].
     ``measured``: the rates the job measured before (:func:`measured_rates` of its rescale
-    history), which may size a scale-down."""
-    needs = {m.query: _need(m, current, settings) for m in metrics if _known(m)}
+    history), which may size a scale-down. ``restart``: the restart time (s) to size with
+    and to set the catch-up deadline by (:func:`restart_time` of the rescale history);
+    None: ``restart.time``."""
+    restart = settings.restart_time if restart is None else restart
+    needs = {m.query: _need(m, current, settings, restart) for m in metrics if _known(m)}
     figures: dict[str, Any] = {
         "queries": {m.query: m.to_json() for m in metrics},
         "utilisation": {q: n.utilisation for q, n in needs.items()},
         "required": {q: n.required for q, n in needs.items()},
+        "restart_time": restart,
     }
 
     def keep(reason: str, blocked_by: str | None = None) -> Decision:
@@ -267,7 +309,7 @@ def decide(
         target = _snap(_bounded(wanted, current, settings), settings, allowed)
         if target is None or target <= current:
             return keep(f"At the highest allowed parallelism {current}: {detail}.")
-        deadline = (last_change or run_start) + settings.restart_time + settings.catch_up_duration
+        deadline = (last_change or run_start) + restart + settings.catch_up_duration
         steady = max(n.steady for n in needs.values())
         draining = all(_on_schedule(m, deadline, now) for m in active)
         if steady <= settings.utilization_max and draining:

@@ -36,6 +36,10 @@ class AutoscalerSettings:
     catch_up_duration: float
     restart_time: float
     lag_threshold: float
+    #: size with the restart times the job measured (restart.time-tracking.enabled)
+    restart_time_tracking: bool
+    #: the most a measured restart time counts for (restart.time-tracking.limit)
+    restart_time_limit: float
 
     @classmethod
     def from_config(cls, config: Lookup) -> AutoscalerSettings:
@@ -64,6 +68,8 @@ class AutoscalerSettings:
             catch_up_duration=seconds("catch-up.duration"),
             restart_time=seconds("restart.time"),
             lag_threshold=seconds("backlog-processing.lag-threshold"),
+            restart_time_tracking=bool(config.get(PREFIX + "restart.time-tracking.enabled")),
+            restart_time_limit=seconds("restart.time-tracking.limit"),
         )
 
     @property

@@ -1479,9 +1479,32 @@ OPTIONS: tuple[Option, ...] = (
         Duration(),
         A,
         "How long a rescale (savepoint, restart, restore) is expected to stop processing; the "
-        "input arriving meanwhile is added to the backlog to work off.",
+        "input arriving meanwhile is added to the backlog to work off. With "
+        "job.autoscaler.restart.time-tracking.enabled, used only until the job has measured "
+        "a rescale of its own.",
         RUNTIME,
         default="5 min",
+    ),
+    Option(
+        "job.autoscaler.restart.time-tracking.enabled",
+        Bool(),
+        A,
+        "Use the restart times the job measured on its own rescales instead of the fixed "
+        "job.autoscaler.restart.time: the longest of its recent ones (each from when the job "
+        "stopped for a rescale to when every query had processed a batch at the new "
+        "parallelism), at most job.autoscaler.restart.time-tracking.limit; restart.time while "
+        "none was measured.",
+        RUNTIME,
+        default="false",
+    ),
+    Option(
+        "job.autoscaler.restart.time-tracking.limit",
+        Duration(),
+        A,
+        "The most a measured restart time counts for when "
+        "job.autoscaler.restart.time-tracking.enabled is true.",
+        RUNTIME,
+        default="15 min",
     ),
     Option(
         "job.autoscaler.backlog-processing.lag-threshold",

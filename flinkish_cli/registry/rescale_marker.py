@@ -14,7 +14,10 @@ Stages, in order: ``SAVEPOINTED`` (the old driver is done; the supervisor starts
 one), ``RESTARTED`` (a driver at ``to`` runs: it completes the rescale once every query
 committed a batch), ``ROLLING_BACK`` (the new parallelism did not become stable: a driver
 at ``from`` runs, from the same state). The marker is deleted when the rescale has ended
-(completed, rolled back); its outcome stays in the job's rescale history. A marker that
+(completed, rolled back); its outcome stays in the job's rescale history. ``time`` is when
+the old driver began stopping its queries for the rescale (or, for a marker written without
+one, when it was written): a completed rescale's restart is measured from it
+(:meth:`~flinkish_cli.registry.rescales.RescaleHistory.record_restart`). A marker that
 cannot be read is no rescale (the supervisor then restarts the job as after any failure).
 """
 

@@ -21,6 +21,15 @@ whose ``/overview`` and ``/summary`` count these records)::
                                      always Flink's UPDATE_REQUIREMENT (the autoscaler's)
     mode        "scaling" | "metrics-only"
     figures     the metrics the decision used (flinkish's)
+    restart-duration  ms | null      (flinkish's; Flink's ScalingRecord.restartDuration)
+
+``restart-duration`` is the rescale's restart as the job measured it, on a COMPLETED record
+only (:meth:`RescaleHistory.record_restart`): from when the old driver began stopping its
+queries for it (between micro-batches, before its savepoint) to when the new driver had
+every query's first batch at the new parallelism behind it, the moment the rescale
+completed. It is null on every other record; a record written before it existed (without
+the key), or with a value that is not a duration, reads as null: the file's version is
+unchanged.
 
 Outcomes: PENDING (decided, not started), IN_PROGRESS (savepoint and restart under way),
 COMPLETED, ROLLED_BACK (the restart at the new parallelism failed and the job went back to
@@ -81,6 +90,8 @@ class RescaleRecord:
     outcome: Outcome
     end_time: int | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    #: the measured restart, ms (see the module docstring); None: not measured
+    restart_duration: int | None = None
 
     @classmethod
     def new(
@@ -121,6 +132,7 @@ class RescaleRecord:
             "mode": self.mode,
             "outcome": self.outcome.value,
             "figures": self.figures,
+            "restart-duration": self.restart_duration,
         }
 
     @classmethod
@@ -139,6 +151,7 @@ class RescaleRecord:
                 outcome=Outcome(data["outcome"]),
                 end_time=None if end is None else _int(end),
                 figures=data.get("figures") if isinstance(data.get("figures"), dict) else {},
+                restart_duration=_duration(data.get("restart-duration")),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -149,6 +162,14 @@ def _int(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"not an integer: {value!r}")
     return value
+
+
+def _duration(value: Any) -> int | None:
+    """A measured duration (ms); None when there is none, or it is not one (an optional
+    figure: a bad one does not cost the record)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 @dataclass
@@ -178,6 +199,19 @@ class RescaleHistory:
             return False
         record.outcome = outcome
         record.end_time = None if end_time is None else int(end_time * 1000)
+        return True
+
+    def record_restart(self, record_id: str, stopped: float, running: float) -> bool:
+        """Measure a completed rescale's restart onto its record: from ``stopped`` (epoch s,
+        when the job began stopping for it) to ``running`` (when it ran stable at the new
+        parallelism). False when the history holds no such COMPLETED record, or ``stopped``
+        is unknown (0) or after ``running``."""
+        record = self.find(record_id)
+        if record is None or record.outcome is not Outcome.COMPLETED:
+            return False
+        if stopped <= 0 or running < stopped:
+            return False
+        record.restart_duration = round((running - stopped) * 1000)
         return True
 
     def last_change(self) -> RescaleRecord | None:

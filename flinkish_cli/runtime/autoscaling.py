@@ -18,7 +18,10 @@ change counts from when it completed (a rescale that took minutes does not spend
 ``stabilization.interval`` or ``scale-down.interval`` while it ran). The rates measured at
 earlier parallelisms, which may size a scale-down, are the figures of the rescale history's
 records (:func:`~flinkish_cli.autoscaler.decide.measured_rates`): they survive every
-driver, where this object's own state does not outlive a rescale.
+driver, where this object's own state does not outlive a rescale. So do the restart times
+measured on completed rescales, which size every decision with
+``job.autoscaler.restart.time-tracking.enabled``
+(:func:`~flinkish_cli.autoscaler.decide.restart_time`).
 
 Any parallelism in ``[vertex.min-parallelism, vertex.max-parallelism]`` is allowed: Spark's
 offline repartition (RocksDB) splits state into any number of partitions, and Spark's
@@ -34,7 +37,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flinkish_cli.autoscaler.decide import Decision, decide, measured_rates, rescale_record
+from flinkish_cli.autoscaler.decide import (
+    Decision,
+    decide,
+    measured_rates,
+    rescale_record,
+    restart_time,
+)
 from flinkish_cli.autoscaler.metrics import query_metrics
 from flinkish_cli.autoscaler.settings import AutoscalerSettings
 from flinkish_cli.registry import series as series_file
@@ -132,4 +141,5 @@ class Autoscaler:
             self.run_start,
             changed,
             measured=measured_rates(history.rescales),  # a scale-down is sized with them
+            restart=restart_time(self.settings, history.rescales, now),
         )

@@ -367,7 +367,10 @@ class JobRuntime:
             history.append(record)
         history.update_outcome(record.id, Outcome.IN_PROGRESS, None)
         history.write(self.registry, self.plan.job_id)
-        marker = RescaleMarker(record.id, self.plan.parallelism, parallelism, "", reason=reason)
+        stopping = int(time.time() * 1000)  # the restart starts: the queries stop next
+        marker = RescaleMarker(
+            record.id, self.plan.parallelism, parallelism, "", time=stopping, reason=reason
+        )
         directory = self.policy.directory if self.policy else self.plan.job_dir + "/savepoints"
         path = self.rescale(marker, directory)
         if path is None:
@@ -417,9 +420,13 @@ class JobRuntime:
         return path
 
     def _rescale_ended(self, marker: RescaleMarker, outcome: str) -> None:
-        """Record how a rescale ended in the job's rescale history."""
+        """Record how a rescale ended in the job's rescale history; a completed one with
+        its restart measured, from the marker's time (the old driver began stopping) to now
+        (every query has a batch at the new parallelism behind it)."""
         history = RescaleHistory.read(self.registry, self.plan.job_id)
-        if history.update_outcome(marker.id, Outcome(outcome), time.time()):
+        now = time.time()
+        if history.update_outcome(marker.id, Outcome(outcome), now):
+            history.record_restart(marker.id, marker.time / 1000, now)
             history.write(self.registry, self.plan.job_id)
 
     def abandon_rescale(self, cause: str) -> None:

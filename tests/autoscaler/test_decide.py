@@ -15,10 +15,11 @@ from flinkish_cli.autoscaler.decide import (
     decide,
     measured_rates,
     rescale_record,
+    restart_time,
 )
 from flinkish_cli.autoscaler.metrics import QueryMetrics, query_metrics
 from flinkish_cli.autoscaler.settings import AutoscalerSettings
-from flinkish_cli.registry.rescales import Outcome, RescaleRecord
+from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from tests.autoscaler.load import Job, batches, settings
 
 S = settings(metrics_window=600.0, stabilization_interval=60.0)
@@ -338,3 +339,79 @@ def test_a_measurement_bypasses_no_guard_and_never_sizes_a_scale_up() -> None:
     busy = {"input_rate": 10.0, "busy_share": 0.9}
     up = [bench_down(m, **busy) for m in (measured, [])]
     assert up[0].direction == "up" and up[0].target == up[1].target, up[0].reason
+
+
+def restarted(
+    at: float, seconds: float | None, outcome: Outcome = Outcome.COMPLETED
+) -> RescaleRecord:
+    """A rescale decided at ``at`` (epoch s) whose restart took ``seconds`` (None: not
+    measured)."""
+    record = RescaleRecord.new(at, 2, 4, "up", "Scale up.", {}, True)
+    record.outcome, record.end_time = outcome, int((at + 60) * 1000)
+    record.restart_duration = None if seconds is None else round(seconds * 1000)
+    return record
+
+
+TRACKING = replace(S, restart_time_tracking=True)
+
+
+def test_the_learnt_restart_time_is_the_longest_recent_measured_one_at_most_the_limit() -> None:
+    now = 10 * DAY
+    hour = 3600.0
+    three = [restarted(now - 3 * hour, 90.0), restarted(now - 2 * hour, 40.0)]
+    three.append(restarted(now - hour, 60.0))
+    assert restart_time(S, three, now) == 300.0, "off by default: restart.time as configured"
+    assert restart_time(TRACKING, three, now) == 90.0, "the longest of the recent ones"
+    # of the measured ones the newest 3 count: a longer, older fourth no longer does
+    assert restart_time(TRACKING, [restarted(now - 4 * hour, 200.0), *three], now) == 90.0
+    # more than a day old: left out, unless it is the newest measured one
+    stale = restarted(now - DAY - 1, 200.0)
+    assert restart_time(TRACKING, [stale, *three[1:]], now) == 60.0
+    assert restart_time(TRACKING, [stale], now) == 200.0
+    # capped by restart.time-tracking.limit (15 min by default)
+    slow = [*three, restarted(now - 60, 1500.0)]
+    assert restart_time(TRACKING, slow, now) == 900.0
+    assert restart_time(replace(TRACKING, restart_time_limit=45.0), three, now) == 45.0
+    # nothing measured (a metrics-only, rolled-back or older record): restart.time
+    unmeasured = [restarted(now - hour, None), restarted(now - 60, None, Outcome.ROLLED_BACK)]
+    assert restart_time(TRACKING, unmeasured, now) == 300.0
+    assert restart_time(TRACKING, [], now) == 300.0
+    # read back from the rescale history file
+    history = RescaleHistory()
+    for record in [*unmeasured, *three]:
+        history.append(record)
+    read = RescaleHistory.from_json(history.to_json()).rescales
+    assert restart_time(TRACKING, read, now) == 90.0
+
+
+def catching_up(**changes: object) -> QueryMetrics:
+    """At 2, 200 rows/s true rate, 180 rows/s of input and a backlog of 54000 shrinking by
+    30 rows/s: 90 % busy without the backlog, 105 % with its share of catch-up.duration
+    (30 rows/s): above utilization.max, and 1800 s from gone."""
+    figures = dict(
+        batches=60, outliers=0, window_seconds=600.0, window_complete=True, input_rate=180.0,
+        busy_share=0.9, processing_rate=200.0, rate_busy_seconds=540.0,
+        raw_processing_rate=200.0, backlog=54_000.0, backlog_start=72_000.0,
+        backlog_growth=-30.0, idle=False,
+    )  # fmt: skip
+    return QueryMetrics("q", **{**figures, **changes})  # type: ignore[arg-type]
+
+
+def test_decide_sizes_with_the_learnt_restart_time_and_sets_the_deadline_by_it() -> None:
+    # sizing: 30 rows/s of backlog + 180 x restart / 1800 + 180 / 0.7, over 100 rows/s a slot
+    quiet = catching_up(backlog_growth=5.0)  # the backlog grows: never on schedule
+    configured = decide([quiet], 2, S, 700.0, 0.0, 0.0)
+    assert configured.figures["restart_time"] == 300.0
+    assert (configured.direction, configured.target) == ("up", 4), configured.reason  # 3.2
+    learnt = decide([quiet], 2, S, 700.0, 0.0, 0.0, restart=30.0)
+    assert learnt.figures["restart_time"] == 30.0
+    assert (learnt.direction, learnt.target) == ("up", 3), learnt.reason  # 2.9
+    longer = decide([quiet], 2, S, 700.0, 0.0, 0.0, restart=1800.0)
+    assert longer.target == 5  # 4.7
+    # the catch-up deadline, 0 + restart + 1800 s: the backlog is gone 1800 s from now (700)
+    draining = catching_up()
+    assert decide([draining], 2, S, 700.0, 0.0, 0.0).direction == "up", "due by 2100: late"
+    held = decide([draining], 2, S, 700.0, 0.0, 0.0, restart=900.0)
+    assert (held.target, held.blocked_by) == (2, "catching-up"), held.reason
+    # None is restart.time, whatever the tracking
+    assert decide([quiet], 2, TRACKING, 700.0, 0.0, 0.0).figures["restart_time"] == 300.0

@@ -36,6 +36,8 @@ def test_defaults_are_flinks() -> None:
         catch_up_duration=1800.0,
         restart_time=300.0,
         lag_threshold=300.0,
+        restart_time_tracking=False,
+        restart_time_limit=900.0,
     )
 
 
@@ -75,6 +77,10 @@ def test_min_and_max_derive_from_target_and_boundary_within_0_and_1() -> None:
         ("metrics.window=0 s", "is out of range; expected a duration above 0"),
         ("catch-up.duration=0 s", "is out of range; expected a duration above 0"),
         ("interval=soon", "is not a duration"),
+        ("restart.time=-1 s", "is not a duration"),
+        ("restart.time-tracking.limit=-5 min", "is not a duration"),
+        ("restart.time-tracking.limit=soon", "is not a duration"),
+        ("restart.time-tracking.enabled=maybe", "is not a boolean; expected true or false"),
     ],
 )
 def test_bad_values_are_refused_with_the_tables_message(setting: str, expected: str) -> None:
@@ -105,3 +111,23 @@ def test_rules_between_keys(settings: list[str], expected: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load_configuration(dynamic=[f"job.autoscaler.{s}" for s in settings])
     assert caught.value.message.endswith(f"expected {expected}")
+
+
+def test_restart_time_tracking_is_flinks_keys() -> None:
+    config = load_configuration(
+        dynamic=[
+            "job.autoscaler.restart.time-tracking.enabled=true",
+            "job.autoscaler.restart.time-tracking.limit=2 min",
+            "job.autoscaler.restart.time=30 s",
+        ]
+    )
+    settings = AutoscalerSettings.from_config(config)
+    assert (settings.restart_time_tracking, settings.restart_time_limit) == (True, 120.0)
+    assert settings.restart_time == 30.0
+
+
+def test_an_unknown_restart_time_tracking_key_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_configuration(dynamic=["job.autoscaler.restart.time-tracking.enable=true"])
+    expected = "did you mean job.autoscaler.restart.time-tracking.enabled?"
+    assert f"unknown configuration key; {expected}" in caught.value.message

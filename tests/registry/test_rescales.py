@@ -43,7 +43,7 @@ def test_written_read_back_with_the_latest_evaluation(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     assert set(data["rescales"][0]) == {
         "id", "time", "end-time", "from", "to", "direction", "reason", "mode", "outcome",
-        "figures",
+        "figures", "restart-duration",
     }  # fmt: skip
     read.record_evaluation({"direction": "up"})
     assert read.latest == {"direction": "up"}, "the latest evaluation is overwritten"
@@ -88,3 +88,31 @@ def test_a_damaged_file_is_an_empty_history_and_a_damaged_record_is_dropped(
     path.write_text(json.dumps({"version": 1, "latest": [], "rescales": [*bad, good]}))
     read = RescaleHistory.read(registry, JOB)
     assert read.latest is None and [r.to_dict() for r in read.rescales] == [good]
+
+
+def test_a_completed_rescales_restart_is_measured_onto_its_record() -> None:
+    history = RescaleHistory()
+    record = _record(time=1000.0)
+    history.append(record)
+    assert not history.record_restart(record.id, 1000.5, 1042.0), "not completed yet"
+    history.update_outcome(record.id, Outcome.COMPLETED, 1042.0)
+    assert not history.record_restart(record.id, 0.0, 1042.0), "the stop is unknown"
+    assert not history.record_restart(record.id, 1043.0, 1042.0), "stopped after it ran"
+    assert not history.record_restart("f" * 32, 1000.5, 1042.0), "no such record"
+    assert record.restart_duration is None
+    assert history.record_restart(record.id, 1000.5, 1042.25)
+    assert record.restart_duration == 41_750
+    read = RescaleHistory.from_json(history.to_json())
+    assert read.rescales[0].restart_duration == 41_750 and read == history
+
+
+def test_a_record_without_a_restart_duration_reads_as_unmeasured() -> None:
+    """Files written before the figure existed, and a figure that is not a duration: the
+    record stays, unmeasured."""
+    good = _record().to_dict()
+    del good["restart-duration"]
+    bad = [{**good, "restart-duration": v} for v in (-1, "5 s", 1.5, True)]
+    text = json.dumps({"version": 1, "latest": None, "rescales": [good, *bad]})
+    read = RescaleHistory.from_json(text)
+    assert len(read.rescales) == 5
+    assert all(r.restart_duration is None for r in read.rescales)

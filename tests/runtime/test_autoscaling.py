@@ -128,3 +128,22 @@ def test_a_scale_down_is_sized_with_the_rate_in_the_rescale_history(tmp_path: Pa
     assert decision is not None and (decision.direction, decision.target) == ("down", 1)
     assert "ran at 20.0 rows/s at parallelism 1" in decision.reason
     assert job.history().rescales[-1].figures["measured"]["q"]["parallelism"] == 1
+
+
+def test_with_tracking_the_driver_sizes_with_the_restart_times_the_job_measured(
+    tmp_path: Path,
+) -> None:
+    """The completed rescales' measured restarts in the history: the longest recent one,
+    with restart.time-tracking.enabled; restart.time as configured without."""
+    job = Job(tmp_path)
+    history = RescaleHistory()
+    for at, took in ((NOW - 9000, 45_000), (NOW - 6000, 20_000)):
+        done = RescaleRecord.new(at, 1, 2, "up", "Scale up.", {}, True)
+        done.outcome, done.end_time = Outcome.COMPLETED, int((at + 60) * 1000)
+        done.restart_duration = took
+        history.append(done)
+    history.write(job.registry, JOB)
+    learnt = job.autoscaler(restart_time_tracking=True).evaluate(NOW)
+    assert learnt is not None and learnt.figures["restart_time"] == 45.0
+    configured = job.autoscaler().evaluate(NOW)
+    assert configured is not None and configured.figures["restart_time"] == 300.0
