@@ -288,6 +288,16 @@ def wait_for_end(registry: Lookup, job_id: str, timeout: float, pause: float = 0
         time.sleep(pause)
 
 
+def wait_until_ended(
+    registry: Lookup, job_id: str, timeout: float, pause: float = 0.2
+) -> JobStatus:
+    """:func:`wait_for_end`, and a :class:`JobError` when the job has not ended by then."""
+    final = wait_for_end(registry, job_id, timeout, pause)
+    if not final.effective_state().is_terminal:
+        raise JobError(f"Job {job_id} is still {final.state.value} after {timeout:.0f} s.")
+    return final
+
+
 def refused_end(registry: Lookup, job_id: str, action: str, response: ControlResponse) -> JobError:
     """The error for an end request (stop, cancel) that the driver refused.
 

@@ -25,7 +25,7 @@ from flinkish_cli.client.asking import (
     late_response,
     refused_end,
     send_detached,
-    wait_for_end,
+    wait_until_ended,
 )
 from flinkish_cli.client.base import (
     JobClientBase,
@@ -34,7 +34,7 @@ from flinkish_cli.client.base import (
     resolve_local,
     savepoint_target,
 )
-from flinkish_cli.errors import FlinkishError, JobError
+from flinkish_cli.errors import FlinkishError
 from flinkish_cli.registry.control import DETACHED_TTL, ControlResponse
 from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
@@ -256,12 +256,7 @@ class JobClient(JobClientBase):
             raise refused_end(self.registry, status.job_id, "cancel", response)
         if not wait:
             return self.registry.get(status.job_id)
-        final = wait_for_end(self.registry, status.job_id, timeout)
-        if not final.effective_state().is_terminal:
-            raise JobError(
-                f"Job {status.job_id} is still {final.state.value} after {timeout:.0f} s."
-            )
-        return final
+        return wait_until_ended(self.registry, status.job_id, timeout)
 
     def stop_detached(
         self,

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from flinkish_cli.client.asking import require_running, wait_for_end
+from flinkish_cli.client.asking import require_running, wait_until_ended
 from flinkish_cli.client.base import JobClientBase, resolve_local, savepoint_target
 from flinkish_cli.client.wire import (
     ERROR_HEADER,
@@ -482,12 +482,7 @@ class RestJobClient(JobClientBase):
         )
         if not wait:
             return self.jobs.get(status.job_id)
-        final = wait_for_end(self.jobs, status.job_id, timeout, POLL_SECONDS)
-        if not final.effective_state().is_terminal:
-            raise JobError(
-                f"Job {status.job_id} is still {final.state.value} after {timeout:.0f} s."
-            )
-        return final
+        return wait_until_ended(self.jobs, status.job_id, timeout, POLL_SECONDS)
 
     def stop_detached(
         self,
