@@ -660,7 +660,3 @@ class RestJobClient(JobClientBase):
         presenter.ended(status, detached=False)
         root = str(self.config.get("execution.checkpointing.dir")).rstrip("/")
         return attached_end(status, status.log_path or "", f"{root}/{job_id}")
-
-
-def _action(end_state: JobState) -> str:
-    return "cancel" if end_state is JobState.CANCELED else "stop"
