@@ -171,7 +171,8 @@ class JobClient(JobClientBase):
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting
-        any query; the script's path and each query's plan."""
+        any query; the script's path and each query's plan. The session maps the drivers'
+        class-data sharing archive, as a driver does (``env.java.class-data-sharing``)."""
         from flinkish_cli.config import to_spark
         from flinkish_cli.plan.job import Entry
         from flinkish_cli.runtime.planner import plan_queries
@@ -184,7 +185,8 @@ class JobClient(JobClientBase):
         master = translation.master if translation.master.startswith("local") else "local[*]"
         conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
         entry = Entry(kind="file", target=str(path), args=args)
-        return str(path), plan_queries(entry, conf, master)
+        sharing = bool(self.config.get("env.java.class-data-sharing"))
+        return str(path), plan_queries(entry, conf, master, sharing)
 
     # -- reading ---------------------------------------------------------------------------
     def list_jobs(self) -> tuple[list[JobStatus], list[UnreadableJob]]:

@@ -99,9 +99,12 @@ def generated_note(name: str, writer: Any) -> str | None:
     )
 
 
-def plan_queries(entry: Entry, spark_conf: dict[str, str], master: str) -> list[QueryPlan]:
-    """Run ``entry`` in dry-run mode and explain every query it would start."""
-    with dry_run(entry, spark_conf, master) as (_spark, controller):
+def plan_queries(
+    entry: Entry, spark_conf: dict[str, str], master: str, class_data_sharing: bool = False
+) -> list[QueryPlan]:
+    """Run ``entry`` in dry-run mode and explain every query it would start (the session maps
+    the drivers' class-data sharing archive with ``class_data_sharing``)."""
+    with dry_run(entry, spark_conf, master, class_data_sharing) as (_spark, controller):
         plans = []
         for name, writer in controller.writers.items():
             buffer = io.StringIO()
