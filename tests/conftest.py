@@ -5,13 +5,13 @@ line each, so each group of fixtures has one owner and one place.
 
 Every JVM ``spark-submit`` starts for the tests (a Connect server, a Spark session of a test
 itself, a job whose test writes its own configuration) is compiled by the JVM's first tier
-alone: ``SPARK_SUBMIT_OPTS`` (a developer's own value wins). Such JVMs live seconds, where a
-job's live months: on two cores ``tests/jobs/test_counts_per_key.py`` took 33 CPU-seconds
-with both tiers, 22 with the first. Their processes (Hadoop's ``chmod`` of each file it
-creates) are started by vfork, without the helper process Java 17 execs first by default, and
-Spark's own classes are not verified again in each of them (``SHORT_JVM``).
-(The test configuration gives flinkish's drivers the same and the serial collector:
-``TEST_JVM_OPTIONS``.) The product never sets it.
+alone and collects with the serial collector: ``SPARK_SUBMIT_OPTS`` (a developer's own value
+wins). Such JVMs live seconds, where a job's live months: on two cores
+``tests/jobs/test_counts_per_key.py`` took 33 CPU-seconds with both tiers, 22 with the first.
+Their processes (Hadoop's ``chmod`` of each file it creates) are started by vfork, without the
+helper process Java 17 execs first by default, and Spark's own classes are not verified again
+in each of them (``SHORT_JVM``; the test configuration gives flinkish's drivers the same,
+``TEST_JVM_OPTIONS``). The product never sets it.
 """
 
 import os

@@ -16,9 +16,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.soak]
 
 
 def test_a_short_soak_ends_exactly_once(tmp_path: Path) -> None:
-    # JVM kills at 25 and 50 s, the upgrade once the second kill's restart runs
+    # JVM kills at 14 and 28 s, the upgrade at 31 s once the second kill's restart runs (the
+    # loop ends at 42 s, so a third kill, due then, never comes)
     params = SoakParams(
-        duration=70, input_every=2, savepoint_every="10 s", kill_every=25, upgrade_every=40,
+        duration=42, input_every=2, savepoint_every="10 s", kill_every=14, upgrade_every=24,
         sample_every=10,
     )  # fmt: skip
     result = Soak(Workspace(tmp_path), params, say=lambda line: None).run()
