@@ -35,14 +35,15 @@ pytestmark = pytest.mark.spark
 
 def _refused(env: FlinkishEnv, pipeline: Pipeline, job: str, *args: str, says: str) -> None:
     """An upgrade refused before anything is touched: one message, exit 1, the old job
-    RUNNING in the same driver, no new job, no savepoint."""
+    RUNNING in the same driver, no new job, no savepoint. (The job's state is read as
+    ``list -a --output json`` shows it, in this process: :meth:`FlinkishEnv.polled`.)"""
     pid = env.driver_pid(job)
     jobs_before = {p.name for p in env.checkpoints.iterdir()}
     result = env.run(*args, check=False)
     assert result.returncode == 1, result
     assert says in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
-    assert env.job(job)["state"] == "RUNNING" and env.driver_pid(job) == pid
+    assert env.polled(job)["state"] == "RUNNING" and env.driver_pid(job) == pid
     assert {p.name for p in env.checkpoints.iterdir()} == jobs_before
     assert not env.savepoints.exists() or not any(env.savepoints.iterdir())
 
@@ -90,8 +91,8 @@ def test_broken_versions_roll_back_and_a_good_one_upgrades_exactly_once(
     assert savepoint_path(first.stdout) == rolled["sp"]
     assert rolled["prog"].endswith("app/counts_job.py")
     back = rolled["back"]
-    assert env.job(back)["state"] == "RUNNING"
     links = {j["jid"]: j for j in env.list_jobs()}
+    assert links[back]["state"] == "RUNNING"
     assert links[job]["upgraded_to"] == rolled["new"]
     assert links[rolled["new"]]["upgraded_from"] == job
     assert links[rolled["new"]]["upgraded_to"] == back
@@ -129,8 +130,8 @@ def test_broken_versions_roll_back_and_a_good_one_upgrades_exactly_once(
     assert recorded == final and f"Deployed: job {final} runs the new program." in upgraded.stdout
     cycle.add_input(2)
     cycle.wait_until_all_processed()
-    assert env.job(final)["state"] == "RUNNING"
-    assert env.job(final)["upgraded_from"] == back
+    listed = {j["jid"]: j for j in env.list_jobs()}
+    assert listed[final]["state"] == "RUNNING" and listed[final]["upgraded_from"] == back
     # the replaced job's own checkpoints went once the new one was stable (the new job keeps
     # its own); its status stays, and the jobs that were rolled back from keep theirs
     assert "Deleted the checkpoints of the replaced job " + back in upgraded.stderr
@@ -139,11 +140,11 @@ def test_broken_versions_roll_back_and_a_good_one_upgrades_exactly_once(
     )
     assert list((env.checkpoints / final).glob("*/commits"))
     assert list((env.checkpoints / job).glob("*/commits"))
-    assert env.job(back)["state"] == "FINISHED"
+    assert listed[back]["state"] == "FINISHED"
 
     # the savepoint history follows the job across its upgrades: four, one per upgrade
-    listed = env.run("savepoint", "list", final, "--output", "json", check=True).stdout
-    upgrades = [r for r in json.loads(listed)["savepoints"] if r["trigger"] == "UPGRADE"]
+    history = env.run("savepoint", "list", final, "--output", "json", check=True).stdout
+    upgrades = [r for r in json.loads(history)["savepoints"] if r["trigger"] == "UPGRADE"]
     assert len(upgrades) == 4 and upgrades[0]["job_id"] == back
     assert all(
         r["state"] == "COMPLETED" and Path(r["path"], "_metadata").is_file() for r in upgrades

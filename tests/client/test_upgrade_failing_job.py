@@ -94,7 +94,8 @@ def test_a_failing_job_upgraded_from_ci_never_loses_or_repeats_a_row(
     assert "Savepoint completed" not in stateless.stdout
     final = SUBMITTED.findall(stateless.stdout)[-1]
     fresh.wait_until_all_processed()
-    assert env.job(final)["restored-from"] is None and env.job(resumed)["state"] == "CANCELED"
+    listed = {j["jid"]: j for j in env.list_jobs()}
+    assert listed[final]["restored-from"] is None and listed[resumed]["state"] == "CANCELED"
     env.run("cancel", final, check=True)
     cycle.check_exactly_once()
     fresh.check_exactly_once()

@@ -88,7 +88,9 @@ def _counts(output: Path, word: str) -> list[int]:
 
 
 def _untouched(env: FlinkishEnv, job: str, pid: int, jobs: set[str], savepoints: set[str]):
-    assert env.job(job)["state"] == "RUNNING" and env.driver_pid(job) == pid
+    """The old job RUNNING in the same driver (as ``list -a --output json`` shows it, read in
+    this process: :meth:`FlinkishEnv.polled`), no job started, no savepoint taken."""
+    assert env.polled(job)["state"] == "RUNNING" and env.driver_pid(job) == pid
     assert {p.name for p in env.checkpoints.iterdir()} == jobs, "a job was started"
     assert {p.name for p in env.savepoints.iterdir()} == savepoints, "a savepoint was taken"
 
@@ -165,6 +167,6 @@ def test_upgrades_are_checked_against_the_state_before_the_job_is_touched(
         lambda: sorted(r["value"] for r in read_json_dir(output / "lines_v2")) == every_line,
         "the new query reads all the input",
     )
-    assert env.job(job)["state"] == "FINISHED"
     env.run("cancel", new.group(2), check=True)
+    assert env.job(job)["state"] == "FINISHED"
     assert json.loads((Path(savepoint) / "_metadata").read_text())["job_id"] == job
