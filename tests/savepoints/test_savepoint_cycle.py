@@ -20,6 +20,7 @@ from tests.fixtures.cycle import Cycle, savepoint_path
 from tests.fixtures.flinkish_env import (
     COUNTS_JOB,
     JOBS,
+    POLL_EVERY,
     FlinkishEnv,
     job_id_of,
     write_events,
@@ -38,7 +39,7 @@ def _wait_for_history(env: FlinkishEnv, job: str, enough, timeout: float = 120) 
         if enough(records):
             return records
         assert time.monotonic() < deadline, records
-        time.sleep(0.5)
+        time.sleep(POLL_EVERY)
 
 
 def _digest(directory: Path) -> dict[str, str]:
@@ -82,29 +83,10 @@ def _check_resumed_counts(env: FlinkishEnv, job: str, stopped_at: dict[str, int]
     assert line.endswith(f"}} {expected}.0"), line
 
 
-def test_an_older_savepoint_into_a_file_sink_that_moved_on_is_refused(
-    flinkish_env: FlinkishEnv,
-) -> None:
-    """Spark's file sink skips batch ids it already holds: resuming an older savepoint into
-    the output the job wrote after it would lose input, so the job refuses, naming both."""
-    env, cycle = flinkish_env, Cycle(flinkish_env)
-    cycle.add_input(2)
-    job = cycle.start()
-    cycle.wait_until_all_processed()
-    older = savepoint_path(env.run("savepoint", job, check=True).stdout)
-    cycle.add_input(1)
-    cycle.wait_until_all_processed()
-    env.run("cancel", job, check=True)
-    held_before = sorted(p.name for p in (cycle.output / "raw" / "_spark_metadata").iterdir())
-    refused = env.run("run", "-d", "-s", older, *cycle.args(), check=False)
-    assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert "would skip batches" in refused.stderr and "Traceback" not in refused.stderr
-    assert "latest savepoint" in refused.stderr
-    held_after = sorted(p.name for p in (cycle.output / "raw" / "_spark_metadata").iterdir())
-    assert held_after == held_before, "the sink's output is untouched"
-
-
 def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) -> None:
+    """Trigger, checkpoint, stop with drain, resume with periodic savepoints and retention;
+    then the savepoints left behind are refused where resuming them would be wrong: the older
+    one into the sink that moved on, damaged, incomplete and mismatched copies."""
     env, cycle = flinkish_env, Cycle(flinkish_env)
     cycle.add_input(3)
     job = cycle.start()
@@ -186,15 +168,33 @@ def test_savepoint_stop_resume_cycle_on_local_disk(flinkish_env: FlinkishEnv) ->
     # restoring from the first savepoint is still possible (it was never modified)
     assert env.run("savepoint", "info", "--no-rows", first, check=True).returncode == 0
 
+    # The savepoints the cycle left serve the refusals below: each scenario needs a stopped
+    # counting job's savepoints, and a job of its own would be the same job started again.
+    _an_older_savepoint_into_a_file_sink_that_moved_on_is_refused(env, cycle, first)
+    _damaged_incomplete_and_mismatched_savepoints_are_refused(env, job, Path(second))
 
-def test_damaged_incomplete_and_mismatched_savepoints_are_refused(
-    flinkish_env: FlinkishEnv,
+
+def _an_older_savepoint_into_a_file_sink_that_moved_on_is_refused(
+    env: FlinkishEnv, cycle: Cycle, older: str
 ) -> None:
-    env, cycle = flinkish_env, Cycle(flinkish_env)
-    cycle.add_input(2)
-    job = cycle.start()
-    cycle.wait_until_all_processed()
-    path = Path(savepoint_path(env.run("stop", job, check=True).stdout))
+    """Spark's file sink skips batch ids it already holds: resuming an older savepoint into
+    the output the job wrote after it would lose input, so the job refuses, naming both.
+
+    ``older`` was taken before the job (and the job resumed after it) wrote more batches to
+    the sink; both jobs have ended."""
+    held_before = sorted(p.name for p in (cycle.output / "raw" / "_spark_metadata").iterdir())
+    refused = env.run("run", "-d", "-s", older, *cycle.args(), check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "would skip batches" in refused.stderr and "Traceback" not in refused.stderr
+    assert "latest savepoint" in refused.stderr
+    held_after = sorted(p.name for p in (cycle.output / "raw" / "_spark_metadata").iterdir())
+    assert held_after == held_before, "the sink's output is untouched"
+
+
+def _damaged_incomplete_and_mismatched_savepoints_are_refused(
+    env: FlinkishEnv, job: str, path: Path
+) -> None:
+    """``path`` is the savepoint ``stop`` took of ``job`` (the counting job, hashmap state)."""
     assert "it is FINISHED" in env.run("savepoint", job, check=False).stderr
 
     damaged = env.savepoints / "savepoint-aaaaaa-000000000001"
