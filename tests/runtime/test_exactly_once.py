@@ -328,7 +328,13 @@ class Soak:
 
 
 class InputWriter:
-    """Writes input files at random intervals while a job runs, to hit batches in flight."""
+    """Writes input files at random intervals while a job runs, to hit batches in flight.
+
+    One file every 1 to 3 s keeps a job on a loaded machine busy without burying it: at a
+    file every 0.3 to 1.5 s it only fell behind (each batch took its 2 files while more came),
+    which hit no more batches in flight but made ``stop`` wait long for a pause between two
+    batches and left a backlog for the final run (about 50 files where now about 20).
+    """
 
     def __init__(self, soak: Soak, rng: random.Random) -> None:
         self.soak, self.rng = soak, rng
@@ -336,7 +342,7 @@ class InputWriter:
         self._thread = threading.Thread(target=self._write, name="input-writer", daemon=True)
 
     def _write(self) -> None:
-        while not self._stop.wait(self.rng.uniform(0.3, 1.5)):
+        while not self._stop.wait(self.rng.uniform(1.0, 3.0)):
             self.soak.add_file(self.rng)
 
     def __enter__(self) -> InputWriter:
