@@ -113,6 +113,16 @@ class Job(CountingInput):
         assert match, result.stdout
         return match.group(1)
 
+    def caught_up(self) -> bool:
+        """Whether both queries have processed every row written (``stop`` ends them at the
+        batches they have committed: a query behind would stop short of the input)."""
+        try:
+            counted = sum(final_counts(self.output / "counts").values())
+        except OSError:  # a batch's file replaced as it was read: not there yet
+            return False
+        rows = len(self.rows)
+        return counted >= rows and len(committed_rows(self.output / "raw")) >= rows
+
     def assert_exactly_once(self, where: str) -> None:
         seqs = sorted(row["seq"] for row in committed_rows(self.output / "raw"))
         duplicated = [s for s, n in collections.Counter(seqs).items() if n > 1]
@@ -165,19 +175,32 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] not in "ZX"
 
 
-def _wait_for_moment(savepoints: Path, before: set[Path], round_: int, rng: random.Random) -> None:
+def _wait_for_moment(
+    savepoints: Path,
+    before: set[Path],
+    round_: int,
+    rng: random.Random,
+    command: subprocess.Popen[str],
+) -> None:
     """Until the moment round ``round_`` kills the driver taking a savepoint: in even rounds
     (the only one by default) as soon as the savepoint's manifest is there -- the savepoint
     whole, the driver not yet done with it (the moment a CI run once hit) --, in odd ones a
     seeded 0 to 300 ms after its directory appears: anywhere in its copy, its sync or its
-    manifest, or after it."""
-    deadline = time.monotonic() + 60
+    manifest, or after it. A ``savepoint`` ``command`` that ended without it fails the test
+    at once, with its answer (a loaded machine may take long to start one: 180 s)."""
+    deadline = time.monotonic() + 180
 
     def new() -> list[Path]:
         return [p for p in savepoints.glob("savepoint-*") if p not in before]
 
+    def there() -> bool:
+        return any((p / "_metadata").exists() for p in new()) if manifest else bool(new())
+
     manifest = round_ % 2 == 0
-    while not (any((p / "_metadata").exists() for p in new()) if manifest else new()):
+    while not there():
+        if command.poll() is not None and not there():
+            out, err = command.communicate()
+            raise AssertionError(f"the savepoint ended before it started: {out}\n{err}")
         assert time.monotonic() < deadline, "the savepoint never started"
         time.sleep(0.002)
     if not manifest:
@@ -231,20 +254,23 @@ def _output_at(job: Job, name: str, batches: dict[str, int]) -> Path:
     return output
 
 
-def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovered_exactly_once(
+def test_killed_jvm_python_driver_savepoint_and_a_hung_driver_are_recovered_exactly_once(
     job: Job,
 ) -> None:
     """Spark's JVM killed, then the Python driver, then the driver killed while it takes a
-    savepoint (:data:`SAVEPOINT_KILLS` times, at moments :func:`_wait_for_moment` moves): the
-    job restarts each time and ends exactly once. What a killed savepoint left is judged by
+    savepoint (:data:`SAVEPOINT_KILLS` times, at moments :func:`_wait_for_moment` moves), then
+    the driver hung with SIGSTOP (its heartbeat stops: the supervisor must not wait forever):
+    the job restarts each time and ends exactly once. What a killed savepoint left is judged by
     the savepoint itself, never by a log line or the timing: refused by ``savepoint info``,
     ``run -s`` and ``savepoint -d``, or whole -- its checksums hold and a job resumed from it
     ends exactly once. (``tests/savepoints/test_savepoint_kills.py`` kills a savepoint after
-    every change it makes, without Spark.)"""
+    every change it makes, without Spark.) One job for every kind of death: each restart is a
+    driver start (seconds of CPU), a test of its own another two."""
     whole: dict[Path, Path] = {}  # a whole leftover: the output as it stood at its batches
     for _ in range(3):
         job.add_file()
-    attempts = 2 + SAVEPOINT_KILLS + 3
+    deaths = 2 + SAVEPOINT_KILLS + 1  # the JVM, the Python driver, the savepoints, the hang
+    attempts = deaths + 3
     system_tmp = job.env.root / "tmp"  # the system's temporary directory, as the job sees it
     system_tmp.mkdir()
     retries = f"restart-strategy.fixed-delay.attempts={attempts}"
@@ -280,7 +306,7 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
             status = job.status(job_id)
             before = set(job.env.savepoints.glob("savepoint-*"))
             savepoint = job.env.popen("savepoint", job_id)
-            _wait_for_moment(job.env.savepoints, before, round_, rng)
+            _wait_for_moment(job.env.savepoints, before, round_, rng, savepoint)
             os.kill(status["pid"], signal.SIGKILL)
             out, err = savepoint.communicate(timeout=300)
             job.wait_running_again(job_id, 3 + round_, status["pid"])
@@ -302,15 +328,25 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
                 _assert_refused(job, leftover, info, where)
             job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
 
-    # all input processed, then a clean stop; the output is exactly once
+    # 4. the Python driver hung (SIGSTOP): its heartbeat stops, and the supervisor kills and
+    #    restarts it after heartbeat.timeout (the test configuration's 20 s: generous, as a
+    #    loaded machine stalls; no input meanwhile, so that the JVM idles while it waits)
+    hung = job.status(job_id)
+    os.kill(hung["pid"], signal.SIGSTOP)
+    revived = job.wait_running_again(job_id, deaths, hung["pid"])
+    assert "stopped sending heartbeats" in revived["failure_cause"]
+    assert not _alive(hung["pid"])
+
+    # all input processed (one more file, for the driver after the hang), then a clean stop;
+    # the output is exactly once
     job.add_file()
     deadline = time.monotonic() + 240
-    while len(committed_rows(job.output / "raw")) < len(job.rows):
+    while not job.caught_up():  # both queries: counts lags raw after a backlog
         assert time.monotonic() < deadline, "the restarted job does not catch up"
         time.sleep(0.5)
     job.stop(job_id)
     assert job.status(job_id)["state"] == "FINISHED"
-    job.assert_exactly_once(f"after {2 + SAVEPOINT_KILLS} driver deaths")
+    job.assert_exactly_once(f"after {deaths} driver deaths")
     # the job's temporary files went with it: nothing of its drivers is left after their kills
     supervisor = job.status(job_id)["supervisor_pid"]
     deadline = time.monotonic() + 60
@@ -331,28 +367,31 @@ def test_a_killed_jvm_a_killed_python_driver_and_a_killed_savepoint_are_recovere
         job.assert_exactly_once(f"resumed from {leftover} (seed {SEED})")
 
 
-def test_a_hung_driver_is_killed_and_restarted(job: Job) -> None:
-    """SIGSTOP freezes the driver: its heartbeat stops, the supervisor must not wait forever."""
-    job.env.write_conf({"heartbeat.timeout": "15 s"})  # generous: a loaded machine stalls
+def test_an_attached_cli_killed_leaves_the_job_running_and_a_strategy_that_gives_up_fails_it(
+    job: Job,
+) -> None:
+    """The attached CLI killed: the job runs on, like a detached Flink job. Then Spark's JVM
+    killed under a strategy that gives up: the job ends FAILED with the cause, and resumes
+    cleanly from its retained checkpoint. (One job for both: a job is a driver start.)"""
     job.add_file()
-    job_id = job.start()
+    cli = subprocess.Popen(
+        [*_flinkish(job.env), "run", "-D", "restart-strategy.type=none", *job.args()],
+        env=job.env.environ(),
+        cwd=job.env.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    job_id = _job_id_from(cli)
     job.wait_for_commits(job_id)
-    first = job.status(job_id)
-    os.kill(first["pid"], signal.SIGSTOP)
-    second = job.wait_running_again(job_id, 1, first["pid"])
-    assert "stopped sending heartbeats" in second["failure_cause"]
-    assert not _alive(first["pid"])
-    job.add_file()
-    job.wait_for_commits(job_id, job.last_commit(job_id, "raw"))
-    job.stop(job_id)
-    job.assert_exactly_once("after a hung driver")
+    cli.kill()
+    cli.wait()
+    committed = min(job.last_commit(job_id, query) for query in ("counts", "raw"))
+    job.add_file()  # the job goes on processing new input without its CLI
+    job.wait_for_commits(job_id, committed)
+    assert job.env.job(job_id)["state"] == "RUNNING"  # like a detached Flink job
 
-
-def test_a_strategy_that_gives_up_ends_failed_with_the_cause(job: Job) -> None:
-    job.add_file()
-    result = job.env.run("run", "-d", "-D", "restart-strategy.type=none", *job.args(), check=True)
-    job_id = job_id_of(result.stdout)
-    job.wait_for_commits(job_id)
+    # the strategy (none) gives up when Spark's JVM is killed
     status = job.status(job_id)
     os.kill(_jvm_of(status["pid"]), signal.SIGKILL)
     deadline = time.monotonic() + 60
@@ -436,26 +475,10 @@ def test_an_interrupted_restore_and_rescale_are_redone(job: Job) -> None:
     job.env.run("cancel", rescaled, check=True)
 
 
-def test_an_attached_cli_killed_leaves_the_job_running_unless_sae(job: Job) -> None:
+def test_an_attached_cli_killed_with_sae_cancels_the_job(job: Job) -> None:
+    """``-sae``: the attached CLI killed cancels the job (without ``-sae`` the job runs on:
+    :func:`test_an_attached_cli_killed_leaves_the_job_running_and_a_strategy_that_gives_up_fails_it`)."""
     job.add_file()
-    cli = subprocess.Popen(
-        [*_flinkish(job.env), "run", *RESTARTS, *job.args()],
-        env=job.env.environ(),
-        cwd=job.env.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    job_id = _job_id_from(cli)
-    job.wait_for_commits(job_id)
-    cli.kill()
-    cli.wait()
-    committed = min(job.last_commit(job_id, query) for query in ("counts", "raw"))
-    job.add_file()  # the job goes on processing new input without its CLI
-    job.wait_for_commits(job_id, committed)
-    assert job.env.job(job_id)["state"] == "RUNNING"  # like a detached Flink job
-    job.env.run("cancel", job_id, check=True)
-
     sae = subprocess.Popen(
         [*_flinkish(job.env), "run", "-sae", *RESTARTS, *job.args()],
         env=job.env.environ(),

@@ -112,11 +112,23 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
     cycle.check_exactly_once()
 
 
-def test_a_damaged_checkpoint_file_of_a_running_job(flinkish_env: FlinkishEnv) -> None:
+def test_a_running_jobs_checkpoint_claimed_or_damaged(flinkish_env: FlinkishEnv) -> None:
+    """A running job's checkpoint: ``--claimMode claim`` of it refused while the job runs;
+    one of its files damaged: its savepoint, its claim and its resume refused, each in one
+    error; repaired once the job was cancelled, claimed and resumed: every row exactly once.
+    (One job for both cases: each job is a driver start.)"""
     env, cycle = flinkish_env, Cycle(flinkish_env)
     cycle.add_input(3)
     job = cycle.start()
     cycle.wait_until_all_processed()
+    jobs_before = {p.name for p in env.checkpoints.iterdir()}
+    source = str(env.checkpoints / job)
+    args = ["run", "-d", "-s", source, "--claimMode", "claim", COUNTS_JOB]
+    refused = _error(env.run(*args, "--input", str(cycle.inputs), "--output", "o2"))
+    assert f"Cannot claim {source}: it belongs to job {job}" in refused
+    assert "which is RUNNING" in refused and "--claimMode no_claim" in refused
+    assert {p.name for p in env.checkpoints.iterdir()} == jobs_before, "nothing started"
+
     commit = env.checkpoints / job / "counts" / "commits" / "0"
     original = commit.read_bytes()
     commit.write_bytes(original[: len(original) // 2])  # truncated: its .crc says otherwise
@@ -137,27 +149,7 @@ def test_a_damaged_checkpoint_file_of_a_running_job(flinkish_env: FlinkishEnv) -
     assert "commits/0" in refused and "Nothing was started" in refused
     commit.write_bytes(original)  # repaired: the retained checkpoint resumes
     cycle.add_input(2)
-    resumed = cycle.start(*resume)
-    cycle.wait_until_all_processed()
-    env.run("cancel", resumed, check=True)
-    cycle.check_exactly_once()
-
-
-def test_claim_of_a_running_jobs_checkpoint_is_refused(flinkish_env: FlinkishEnv) -> None:
-    env, cycle = flinkish_env, Cycle(flinkish_env)
-    cycle.add_input(2)
-    job = cycle.start()
-    cycle.wait_until_all_processed()
-    jobs_before = {p.name for p in env.checkpoints.iterdir()}
-    source = str(env.checkpoints / job)
-    args = ["run", "-d", "-s", source, "--claimMode", "claim", COUNTS_JOB]
-    refused = _error(env.run(*args, "--input", str(cycle.inputs), "--output", "o2"))
-    assert f"Cannot claim {source}: it belongs to job {job}" in refused
-    assert "which is RUNNING" in refused and "--claimMode no_claim" in refused
-    assert {p.name for p in env.checkpoints.iterdir()} == jobs_before, "nothing started"
-    env.run("cancel", job, check=True)
-    cycle.add_input(1)
-    resumed = cycle.start("-s", source, "--claimMode", "claim")  # now it may be claimed
+    resumed = cycle.start(*resume, "--claimMode", "claim")  # the job is gone: it may be claimed
     cycle.wait_until_all_processed()
     env.run("cancel", resumed, check=True)
     cycle.check_exactly_once()
