@@ -38,7 +38,8 @@
 #   PYTHON                   python whose pyspark to use  python3
 # Without --slots, N = max(taskmanager.numberOfTaskSlots, parallelism.default) of the
 # configuration (flink-conf.yaml or config.yaml), as flinkish's own local master, default 1.
-# Over --standalone the server's executors are the worker's --cores.
+# Over --standalone the server's executors are the worker's --cores. The server maps the
+# drivers' class-data sharing archive when there is one (env.java.class-data-sharing).
 # The server has no authentication: any local user can reach 127.0.0.1, as with Flink's own
 # session cluster. Java 17+ is needed (JAVA_HOME or java on the PATH); the session cluster also
 # needs Spark Connect's client packages for PYTHON and PYSPARK_PYTHON (flinkish's 'session' extra).
@@ -220,6 +221,32 @@ except Exception:
 PY
 ) || log_roll="104857600 10"
 read -r log_size log_max <<<"$log_roll"
+
+# Class-data sharing: the session cluster's Connect server is a Spark driver, and maps the
+# drivers' archive (flinkish_cli/spark/cds.py; scripts/setup.sh makes it) as theirs do, unless
+# env.java.class-data-sharing is false. The JVM accepts it only with the drivers' fixed, empty
+# SPARK_CONF_DIR on its class path: so only where the server would otherwise read no Spark
+# configuration directory (SPARK_CONF_DIR unset and pyspark's conf/ empty). Two lines: that
+# directory, then the JVM options; nothing without an archive.
+cds_lines=""
+if [ $session = 1 ] && [ -z "${SPARK_CONF_DIR:-}" ] && [ -z "$(ls -A "$spark_home/conf" 2>/dev/null)" ]; then
+  cds_lines=$(FLINKISH_CONF_DIR_ARG="$conf_dir" SPARK_HOME_ARG="$spark_home" "$python" - 2>/dev/null <<'PY'
+import os
+from pathlib import Path
+
+from flinkish_cli.config import load_configuration
+from flinkish_cli.spark import cds
+
+config = load_configuration(os.environ.get("FLINKISH_CONF_DIR_ARG") or None)
+archive = cds.archive_path(Path(os.environ["SPARK_HOME_ARG"]))
+if config.get("env.java.class-data-sharing") and archive is not None and cds.usable(archive):
+    print(cds.spark_conf_dir())
+    print(" ".join([*cds.jvm_logging_options(), *cds.driver_options(archive)]))
+PY
+) || cds_lines=""
+fi
+cds_conf_dir=$(sed -n 1p <<<"$cds_lines")
+cds_options=$(sed -n 2p <<<"$cds_lines")
 cat >"$dir/log4j2.properties" <<LOG4J
 # Written by flinkish's start-cluster.sh: each daemon's log rolls by size, as Flink's do.
 rootLogger.level = info
@@ -412,6 +439,10 @@ if [ $session = 1 ]; then
     if [ -n "$fork_entry" ]; then
       export FORK_ENTRY="$fork_entry" FORK_PYTHON="$pyspark_python" \
         FORK_SOCKET="$dir/worker-fork.sock" FORK_LOG="$dir/logs/worker-fork.log"
+    fi
+    if [ -n "$cds_conf_dir" ] && [ -n "$cds_options" ]; then
+      export SPARK_CONF_DIR="$cds_conf_dir"  # the user's own options, after, win
+      SPARK_SUBMIT_OPTS="$cds_options ${SPARK_SUBMIT_OPTS:-}"
     fi
     SPARK_SUBMIT_OPTS="$(daemon_log connect) ${SPARK_SUBMIT_OPTS:-}"
     export SPARK_SUBMIT_OPTS

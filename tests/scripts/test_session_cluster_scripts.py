@@ -13,6 +13,8 @@ from pathlib import Path
 import generate_events as gen
 import pytest
 
+from flinkish_cli.spark import cds
+from flinkish_cli.spark.install import pyspark_home
 from tests.fixtures.connect_server import (
     ConnectServer,
     connect_env,
@@ -92,6 +94,11 @@ def test_session_cluster_serves_a_streaming_job_and_stops(
         assert (cluster_dir / "connect.url").read_text().strip() == server.url
         pid = server.pid
         assert pid is not None and pid in in_group(pid)
+        # The server is a Spark driver: it maps the drivers' class-data sharing archive, as
+        # theirs do, when scripts/setup.sh made one (what the JVM really did: its mappings).
+        archive = cds.archive_path(pyspark_home())
+        if archive is not None and cds.usable(archive):
+            assert str(archive) in Path(f"/proc/{pid}/maps").read_text()
 
         expected = write_orders(tmp_path / "orders")
         result = run_client(
