@@ -19,7 +19,9 @@ The archive is made by :func:`build`: one run of a small representative streamin
 temporary name renamed into place, so concurrent first runs never leave a torn archive.
 ``scripts/setup.sh`` builds it; a job that finds none starts a builder in the background at
 the lowest CPU priority (:func:`build_in_background`) and runs without it. Cluster deploy
-modes (the driver runs elsewhere) and session clusters (no driver JVM) use none.
+modes (the driver runs elsewhere) and session-cluster jobs (no driver JVM of their own) use
+none; a session cluster's Connect server, a driver itself, maps it (``scripts/start-cluster.sh``
+asks :func:`archive_path`, :func:`usable` and :func:`driver_options`).
 ``env.java.class-data-sharing: false`` turns it off.
 """
 
