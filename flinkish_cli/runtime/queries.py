@@ -404,20 +404,42 @@ def is_active(query: Any) -> bool:
         return False
 
 
-def stop_between_batches(query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT) -> None:
-    """Stop ``query`` while it waits for its next trigger, never in the middle of a batch.
+def stop_between_batches(
+    query: Any, timeout: float = GRACEFUL_STOP_TIMEOUT, poll: float = 0.02
+) -> None:
+    """Stop ``query`` between two batches: while it waits for its next trigger, or the moment
+    the batch it was running has ended.
 
-    Spark has no "stop after this batch"; flinkish watches the query's status and stops it
-    as soon as no trigger is active. Should a trigger begin in the instant between the check
-    and the stop, Spark aborts that batch and it is replayed from the offset log on resume,
-    so no data is lost or duplicated. After ``timeout`` the query is stopped regardless.
+    Spark has no "stop after this batch"; flinkish watches the query and stops it as soon as
+    no trigger is active. A query behind its input is never seen so: Spark starts its next
+    batch the instant the last one commits. So the query is also stopped as soon as its last
+    progress names a newer batch than when the stop began: the batch that was running has
+    committed and the next one has only begun. Spark aborts a batch stopped that early (or
+    begun in the instant between a check and the stop) and it is replayed from the offset log
+    on resume, so no data is lost or duplicated. After ``timeout`` the query is stopped
+    regardless (a batch that runs that long is aborted wherever it is).
     """
     deadline = time.monotonic() + timeout
+    running = last_batch_id(query)
     while query.isActive and time.monotonic() < deadline:
-        if not query.status.get("isTriggerActive"):
+        if not query.status.get("isTriggerActive") or last_batch_id(query) != running:
             break
-        time.sleep(0.02)
+        time.sleep(poll)
     query.stop()
+
+
+def last_batch_id(query: Any) -> int | None:
+    """The id of the query's last completed batch (its last progress), or None."""
+    try:
+        progress = query.lastProgress
+    except Exception:
+        return None
+    if progress is None:
+        return None
+    batch = getattr(progress, "batchId", None)
+    if batch is None and isinstance(progress, dict):
+        batch = progress.get("batchId")
+    return batch if isinstance(batch, int) else None
 
 
 def _interval_ms(text: Any) -> int | None:
