@@ -374,15 +374,7 @@ def test_an_attached_cli_killed_leaves_the_job_running_and_a_strategy_that_gives
     killed under a strategy that gives up: the job ends FAILED with the cause, and resumes
     cleanly from its retained checkpoint. (One job for both: a job is a driver start.)"""
     job.add_file()
-    cli = subprocess.Popen(
-        [*_flinkish(job.env), "run", "-D", "restart-strategy.type=none", *job.args()],
-        env=job.env.environ(),
-        cwd=job.env.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    job_id = _job_id_from(cli)
+    cli, job_id = _attached(job, "-D", "restart-strategy.type=none")
     job.wait_for_commits(job_id)
     cli.kill()
     cli.wait()
@@ -479,15 +471,7 @@ def test_an_attached_cli_killed_with_sae_cancels_the_job(job: Job) -> None:
     """``-sae``: the attached CLI killed cancels the job (without ``-sae`` the job runs on:
     :func:`test_an_attached_cli_killed_leaves_the_job_running_and_a_strategy_that_gives_up_fails_it`)."""
     job.add_file()
-    sae = subprocess.Popen(
-        [*_flinkish(job.env), "run", "-sae", *RESTARTS, *job.args()],
-        env=job.env.environ(),
-        cwd=job.env.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    sae_id = _job_id_from(sae)
+    sae, sae_id = _attached(job, "-sae", *RESTARTS)
     job.wait_for_commits(sae_id)
     sae.kill()  # SIGKILL: nothing in the CLI runs; its supervisor notices
     sae.wait()
@@ -501,6 +485,20 @@ def _flinkish(env: FlinkishEnv) -> list[str]:
     from tests.fixtures.flinkish_env import FLINKISH
 
     return [FLINKISH]
+
+
+def _attached(job: Job, *options: str) -> tuple[subprocess.Popen[str], str]:
+    """``flinkish run OPTIONS <the job>`` attached, in the background: the CLI and the JobID
+    it printed."""
+    cli = subprocess.Popen(
+        [*_flinkish(job.env), "run", *options, *job.args()],
+        env=job.env.environ(),
+        cwd=job.env.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    return cli, _job_id_from(cli)
 
 
 def _job_id_from(process: subprocess.Popen[str]) -> str:
