@@ -52,6 +52,20 @@ class QuerySnapshot:
     files: list[str]
     manifest: QueryManifest
 
+    @property
+    def purgeable(self) -> list[str]:
+        """The files Spark may delete while the query runs on (:func:`layout.purgeable`)."""
+        last = self.manifest.last_committed_batch
+        return [name for name in self.files if layout.purgeable(name, last)]
+
+    def without(self, vanished: list[str]) -> tuple[QuerySnapshot, list[str]]:
+        """This snapshot less the ``vanished`` files and their checksum companions; and the
+        companions to remove from the copy (a checksum without its file, or the reverse)."""
+        gone = set(vanished) | {layout.companion(name) for name in vanished}
+        kept = [name for name in self.files if name not in gone]
+        orphans = sorted(gone.difference(vanished).intersection(self.files))
+        return QuerySnapshot(self.name, self.directory, kept, self.manifest), orphans
+
 
 def new_savepoint_name(job_id: str) -> str:
     """``savepoint-<first 6 of JobID>-<12 hex>``."""
@@ -233,11 +247,10 @@ def take_savepoint(
         before_copy()
     try:
         entries: list[FileEntry] = []
-        for snapshot in snapshots:
-            stats = source.copy_tree(
-                snapshot.directory, target, join(path, snapshot.name), files=snapshot.files
+        for index, snapshot in enumerate(snapshots):
+            snapshot = snapshots[index] = copy_snapshot(
+                source, _chooser(source, snapshot), target, join(path, snapshot.name), snapshot
             )
-            log.info("Savepoint %s: query '%s': %s", path, snapshot.name, stats)
             try:
                 entries += checksum_files(
                     target, path, [f"{snapshot.name}/{f}" for f in snapshot.files]
@@ -267,6 +280,76 @@ def take_savepoint(
             log.warning("Could not remove the partial savepoint %s: %s", path, cleanup)
         raise
     return path
+
+
+#: How often a running query's files are chosen anew when Spark deleted one a resume needs
+#: before the copy reached it: the query ran past ``minBatchesToRetain`` batches meanwhile.
+COPY_ATTEMPTS = 3
+
+
+def copy_snapshot(
+    source: Storage,
+    choose: Callable[[], QuerySnapshot],
+    target: Storage,
+    dest: str,
+    snapshot: QuerySnapshot | None = None,
+) -> QuerySnapshot:
+    """Copy the files of a running query's ``snapshot`` (else ``choose()``'s) into ``dest``;
+    the snapshot as copied.
+
+    The query runs on meanwhile, and Spark deletes its old log entries and state versions:
+    an old log entry gone before its copy is left out, with its checksum file; any other file
+    gone means the query has moved on, so ``choose()`` chooses its files again at its new
+    last committed batch, up to :data:`COPY_ATTEMPTS` times (then :class:`SavepointError`).
+    """
+    from flinkish_cli.storage import StorageNotFoundError, join
+
+    snapshot = snapshot or choose()
+    attempt = 1
+    while True:
+        if not snapshot.files:
+            return snapshot
+        try:
+            stats = source.copy_tree(
+                snapshot.directory, target, dest, snapshot.files, may_vanish=snapshot.purgeable
+            )
+        except StorageNotFoundError as missing:
+            if not missing.path.startswith(snapshot.directory.rstrip("/") + "/"):
+                raise
+            if attempt == COPY_ATTEMPTS:
+                raise SavepointError(
+                    f"Query '{snapshot.name}' ran on faster than its checkpoint could be "
+                    f"copied: Spark deleted {missing.path} before its copy, {COPY_ATTEMPTS} "
+                    "times.",
+                    "Keep more batches in the checkpoint (execution.checkpointing.num-retained)"
+                    " or give the query a longer trigger interval, then try again.",
+                ) from None
+            log.info(
+                "Query '%s' moved on during the copy of its checkpoint (%s is gone): choosing "
+                "its files again",
+                snapshot.name,
+                missing.path,
+            )
+            target.delete_tree(dest)
+            snapshot = choose()
+            attempt += 1
+            continue
+        log.info("%s: query '%s': %s", dest, snapshot.name, stats)
+        snapshot, orphans = snapshot.without(stats.vanished)
+        for name in orphans:
+            target.delete(join(dest, name))
+        return snapshot
+
+
+def _chooser(source: Storage, snapshot: QuerySnapshot) -> Callable[[], QuerySnapshot]:
+    """Choose ``snapshot``'s query's files again, its recorded shape kept."""
+
+    def choose() -> QuerySnapshot:
+        fresh = snapshot_query(source, snapshot.directory, snapshot.name)
+        fresh.manifest.shape = snapshot.manifest.shape
+        return fresh
+
+    return choose
 
 
 def checksum_files(storage: Storage, root: str, relative: list[str]) -> list[FileEntry]:

@@ -89,6 +89,26 @@ def source_log_needed(names: list[str]) -> set[str]:
     return kept
 
 
+def purgeable(relative: str, last_batch: int) -> bool:
+    """Whether ``relative`` is an offset or commit log entry (or its checksum) that a resume
+    at ``last_batch`` does not read, and that Spark deletes as the query runs on (it keeps
+    ``spark.sql.streaming.minBatchesToRetain`` batches): a savepoint of a running query copies
+    it when it can and goes on without it when Spark got there first. A resume reads the
+    entries of the batches from ``last_batch - 1`` on: those are never purgeable."""
+    top, _, name = relative.partition("/")
+    if top not in ("offsets", "commits") or "/" in name:
+        return False
+    match = _BATCH_FILE.match(base_name(name))
+    return match is not None and int(match.group(1)) < last_batch - 1
+
+
+def companion(relative: str) -> str:
+    """``commits/.5.crc`` ↔ ``commits/5``: the checksum of a file, or the file of a checksum."""
+    head, _, name = relative.rpartition("/")
+    other = base_name(name) if name != base_name(name) else f".{name}.crc"
+    return f"{head}/{other}" if head else other
+
+
 def state_file_needed(relative: str, last_batch: int) -> bool:
     """Whether a file under ``state/`` belongs to state versions up to ``last_batch + 1``."""
     match = _VERSIONED_STATE.match(base_name(relative.rsplit("/", 1)[-1]))

@@ -41,6 +41,7 @@ from flinkish_cli.errors import FlinkishError, SavepointError, StateError, State
 from flinkish_cli.savepoints.layout import StateOperator
 
 if TYPE_CHECKING:
+    from flinkish_cli.savepoints.create import QuerySnapshot
     from flinkish_cli.storage import Storage
 
 NOTHING_READ = "Nothing was read"
@@ -347,32 +348,25 @@ def _open_checkpoints(
     return StateSource(kind, path, job_id, found, temp)
 
 
-#: A running query's maintenance may delete an old state version between the listing and
-#: the copy: the snapshot is taken again (a newer batch) this many times.
-COPY_ATTEMPTS = 3
-
-
 def _copy_query(storage: Storage, directory: str, name: str, copy: str) -> QuerySource:
-    from flinkish_cli.savepoints.create import DamagedCheckpointError, snapshot_query
+    from flinkish_cli.savepoints.create import copy_snapshot, snapshot_query
     from flinkish_cli.savepoints.integrity import DamagedFileError, digest_files
-    from flinkish_cli.storage import LocalStorage, StorageNotFoundError
+    from flinkish_cli.storage import LocalStorage
+
+    def choose() -> QuerySnapshot:  # a stateless query, or one before its first batch: no files
+        snapshot = snapshot_query(storage, directory, name, require_commit=False)
+        query = snapshot.manifest
+        if not (query.stateful and query.last_committed_batch >= 0):
+            snapshot.files = []
+        return snapshot
 
     local = LocalStorage(os.path.dirname(copy))
-    for attempt in range(COPY_ATTEMPTS):
-        try:
-            snapshot = snapshot_query(storage, directory, name, require_commit=False)
-        except DamagedCheckpointError as damaged:
-            raise StateError(damaged.message, f"{NOTHING_READ}.") from None
-        query = snapshot.manifest
-        files = snapshot.files if query.stateful and query.last_committed_batch >= 0 else []
-        try:
-            if files:
-                storage.copy_tree(directory, local, copy, files=files)
-            break
-        except StorageNotFoundError:
-            shutil.rmtree(copy, ignore_errors=True)
-            if attempt + 1 == COPY_ATTEMPTS:
-                raise
+    try:
+        snapshot = copy_snapshot(storage, choose, local, copy)
+    except SavepointError as error:  # a damaged checkpoint, or one that ran past its copy
+        shutil.rmtree(copy, ignore_errors=True)
+        raise StateError(error.message, f"{NOTHING_READ}.") from None
+    query, files = snapshot.manifest, snapshot.files
     sizes: dict[str, int] = {}
     if files:
         try:

@@ -38,8 +38,8 @@ import contextlib
 import errno
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 from flinkish_cli.config.units import human_bytes
@@ -69,6 +69,8 @@ def is_temp(name: str) -> bool:
 
 
 LINKED, SERVER_SIDE, TRANSFERRED = "linked", "server_side", "transferred"
+#: a file the caller allowed to vanish, gone when its copy started (not a CopyStats field)
+VANISHED = "vanished"
 
 
 class StorageNotFoundError(StorageError, FileNotFoundError):
@@ -102,6 +104,8 @@ class CopyStats:
     server_side: int = 0
     transferred: int = 0
     seconds: float = 0.0
+    #: files the caller allowed to vanish (``may_vanish``) that were gone when their turn came
+    vanished: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         how = [
@@ -113,6 +117,8 @@ class CopyStats:
             )
             if n
         ]
+        if self.vanished:
+            how.append(f"{len(self.vanished)} gone before their copy")
         detail = f" ({', '.join(how)})" if how else ""
         return f"{self.files} files, {human_bytes(self.bytes)} in {self.seconds:.2f} s{detail}"
 
@@ -287,6 +293,7 @@ class Storage(abc.ABC):
         dest_dir: str,
         files: Iterable[str] | None = None,
         link: bool = True,
+        may_vanish: Collection[str] = (),
     ) -> CopyStats:
         """Copy ``files`` (paths relative to ``src_dir``; all files if None) to ``dest_dir``.
 
@@ -295,10 +302,18 @@ class Storage(abc.ABC):
         ``link``), a server-side copy within one S3 endpoint, otherwise a streaming
         (multipart, for big files) transfer. Each file lands atomically; on the first failure
         the remaining files are not started and the error is raised (what was copied stays).
+
+        ``may_vanish`` names files of ``files`` that the process owning ``src_dir`` may
+        delete at any moment (Spark purging a live checkpoint's old log entries): one that is
+        gone when listed or when its copy starts is skipped and named in
+        :attr:`CopyStats.vanished`. Any other missing file is a
+        :class:`StorageNotFoundError`.
         """
         started = time.monotonic()
-        sizes = self._source_sizes(src_dir, files)
+        optional = frozenset(may_vanish)
+        sizes, vanished = self._source_sizes(src_dir, files, optional)
         stats = CopyStats(files=len(sizes), bytes=sum(s for s in sizes.values() if s))
+        stats.vanished = vanished
         if not sizes:
             stats.seconds = time.monotonic() - started
             return stats
@@ -306,34 +321,47 @@ class Storage(abc.ABC):
         self._before_copy(dest_storage, dest_dir, sizes)
 
         def one(name: str) -> str:
-            return self._copy_file(
-                join(src_dir, name), dest_storage, join(dest_dir, name), sizes[name], link
-            )
+            try:
+                return self._copy_file(
+                    join(src_dir, name), dest_storage, join(dest_dir, name), sizes[name], link
+                )
+            except FileNotFoundError:
+                if name in optional:
+                    return VANISHED
+                raise
 
         workers = max(1, min(self.settings.max_workers, len(sizes)))
         from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flinkish-copy") as pool:
-            futures: list[Future[str]] = [pool.submit(one, name) for name in sizes]
-            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            futures: dict[str, Future[str]] = {name: pool.submit(one, name) for name in sizes}
+            _, pending = wait(futures.values(), return_when=FIRST_EXCEPTION)
             for future in pending:
                 future.cancel()
-            for future in futures:
+            for future in futures.values():
                 if future.done() and not future.cancelled() and future.exception() is not None:
                     raise future.exception()  # type: ignore[misc]
-        for future in futures:
+        for name, future in futures.items():
             kind = future.result()
-            setattr(stats, kind, getattr(stats, kind) + 1)
+            if kind == VANISHED:
+                stats.vanished.append(name)
+                stats.files -= 1
+                stats.bytes -= sizes[name] or 0
+            else:
+                setattr(stats, kind, getattr(stats, kind) + 1)
         stats.seconds = time.monotonic() - started
         return stats
 
-    def _source_sizes(self, src_dir: str, files: Iterable[str] | None) -> dict[str, int | None]:
-        """``relative name -> size`` of the files to copy (sizes from one listing)."""
+    def _source_sizes(
+        self, src_dir: str, files: Iterable[str] | None, optional: frozenset[str]
+    ) -> tuple[dict[str, int | None], list[str]]:
+        """``relative name -> size`` of the files to copy (sizes from one listing), and the
+        ``optional`` ones that listing no longer holds."""
         listed = {relative_to(src_dir, info.path): info.size for info in self.walk(src_dir)}
         if files is None:
-            return listed
-        wanted = [check_relative(name) for name in files]
-        missing = [name for name in wanted if name not in listed]
+            return listed, []
+        wanted = list(dict.fromkeys(check_relative(name) for name in files))
+        missing = [name for name in wanted if name not in listed and name not in optional]
         if missing:
             shown = ", ".join(missing[:5]) + (
                 f" and {len(missing) - 5} more" if missing[5:] else ""
@@ -342,7 +370,8 @@ class Storage(abc.ABC):
                 join(src_dir, missing[0]),
                 f"{len(missing)} of the files to copy from {src_dir} are missing: {shown}.",
             )
-        return {name: listed[name] for name in dict.fromkeys(wanted)}
+        gone = [name for name in wanted if name not in listed]
+        return {name: listed[name] for name in wanted if name in listed}, gone
 
     def _before_copy(self, dest: Storage, dest_dir: str, sizes: dict[str, int | None]) -> None:
         """Prepare ``dest_dir`` before the files are copied in parallel (create directories)."""

@@ -92,6 +92,67 @@ def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> Non
     assert not Path(path).exists() and query.exists()
 
 
+def test_old_log_entries_spark_purges_during_the_copy_are_left_out(tmp_path: Path) -> None:
+    """Spark deletes a running query's old log entries (minBatchesToRetain) at any moment: one
+    gone between the savepoint's listing and its copy is not needed to resume, so the
+    savepoint goes on without it, and without its checksum file."""
+    query = fake_checkpoint(tmp_path / "job" / "q", committed=12)
+    storage = open_storage(str(tmp_path))
+
+    def purge() -> None:  # what Spark's purge of batches 0 and 1 does
+        for name in ("offsets/0", "offsets/.0.crc", "commits/0", "offsets/1", "commits/1"):
+            (query / name).unlink()
+
+    path = take_savepoint(
+        storage,
+        {"q": str(query)},
+        storage,
+        str(tmp_path / "sp"),
+        "ab" * 16,
+        "job",
+        "4.3.0",
+        before_copy=purge,
+    )
+    saved = {f.path for f in read_savepoint(storage, path).files}
+    assert {"q/commits/12", "q/offsets/12", "q/offsets/13", "q/offsets/2"} <= saved
+    assert not {"q/offsets/0", "q/offsets/.0.crc", "q/offsets/1", "q/offsets/.1.crc"} & saved
+    assert not (Path(path) / "q" / "offsets" / ".1.crc").exists()  # no checksum without file
+    assert read_savepoint(storage, path).query("q").last_committed_batch == 12
+
+
+def test_a_query_that_moved_on_during_the_copy_is_saved_at_its_new_batch(
+    tmp_path: Path,
+) -> None:
+    """A file the resume needs gone under the copy means the query ran on past Spark's
+    retention: its files are chosen again at its newest committed batch."""
+    query = fake_checkpoint(tmp_path / "job" / "q", committed=3)
+    storage = open_storage(str(tmp_path))
+
+    def run_on() -> None:  # batch 4 commits and the state of version 4 is cleaned up
+        (query / "commits" / "4").write_text('v1\n{"nextBatchWatermarkMs":0}')
+        for partition in (0, 1):
+            (query / "state" / "0" / str(partition) / "6.zip").write_text("state 6")
+            for version in (1, 2):
+                for name in (f"{version}.zip", f".{version}.zip.crc"):
+                    (query / "state" / "0" / str(partition) / name).unlink()
+
+    path = take_savepoint(
+        storage,
+        {"q": str(query)},
+        storage,
+        str(tmp_path / "sp"),
+        "ab" * 16,
+        "job",
+        "4.3.0",
+        before_copy=run_on,
+    )
+    manifest = read_savepoint(storage, path)
+    assert manifest.query("q").last_committed_batch == 4
+    saved = {f.path for f in manifest.files}
+    assert {"q/commits/4", "q/state/0/1/5.zip"} <= saved
+    assert "q/state/0/1/1.zip" not in saved
+
+
 def test_failed_copy_leaves_no_savepoint_behind(tmp_path: Path, monkeypatch) -> None:
     query = fake_checkpoint(tmp_path / "job" / "q", committed=0)
     storage = open_storage(str(tmp_path))

@@ -133,6 +133,56 @@ def test_missing_listed_files_are_named(make_files, tmp_path: Path) -> None:
     assert "gone/1" in str(caught.value)
 
 
+def _purging(storage, gone: set[str]):
+    """``storage`` as a live checkpoint's owner leaves it: each name of ``gone`` is deleted
+    (as Spark purges an old log entry) between the copy's listing and its own copy."""
+
+    class Purging(type(storage)):
+        def _copy_file(self, src, dest, dest_path, size, link):
+            if src.rpartition("/")[2] in gone:
+                self.delete(src)
+            return super()._copy_file(src, dest, dest_path, size, link)
+
+    purging = Purging.__new__(Purging)
+    purging.__dict__.update(storage.__dict__)
+    return purging
+
+
+def test_files_allowed_to_vanish_are_skipped_and_named(any_root: Root) -> None:
+    src = _upload(any_root, FILES, "src")
+    storage = _purging(any_root.storage, {"7"})
+    dest = any_root.path("dest")
+    stats = storage.copy_tree(
+        src,
+        any_root.storage,
+        dest,
+        files=["offsets/7", "commits/7", "metadata"],
+        may_vanish=["offsets/7", "commits/7"],
+    )
+    assert sorted(stats.vanished) == ["commits/7", "offsets/7"]
+    assert stats.files == 1 and stats.bytes == len(FILES["metadata"])
+    assert _tree(any_root.storage, dest) == {"metadata": FILES["metadata"]}
+
+
+def test_a_vanishing_file_not_allowed_to_is_an_error(any_root: Root) -> None:
+    src = _upload(any_root, FILES, "src")
+    storage = _purging(any_root.storage, {"7"})
+    with pytest.raises(StorageNotFoundError, match="commits/7"):
+        storage.copy_tree(
+            src, any_root.storage, any_root.path("dest"), ["commits/7"], may_vanish=["offsets/7"]
+        )
+
+
+def test_a_file_allowed_to_vanish_already_gone_at_the_listing(make_files, tmp_path) -> None:
+    src = make_files(FILES)
+    dest = str(tmp_path / "dest")
+    stats = LocalStorage(src).copy_tree(
+        src, LocalStorage(dest), dest, ["metadata", "offsets/6"], may_vanish=["offsets/6"]
+    )
+    assert stats.vanished == ["offsets/6"] and stats.files == 1
+    assert "1 gone before their copy" in str(stats)
+
+
 @pytest.mark.parametrize("name", ["../escape", "a/../../b", "", "a//b", "/metadata"])
 def test_listed_files_must_stay_inside(make_files, tmp_path: Path, name: str) -> None:
     src = make_files(FILES)
