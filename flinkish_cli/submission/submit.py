@@ -274,14 +274,7 @@ def _plan(
             python=str(config.get("python.client.executable") or "") or None,
         )
     else:
-        cds_options: list[str] = []
-        cds_missing = None
-        if deployment.deploy_mode == "client" and config.get("env.java.class-data-sharing"):
-            archive = cds.archive_path(pyspark_home())
-            if archive is not None and cds.usable(archive):
-                cds_options = cds.driver_options(archive)
-            elif archive is not None:
-                cds_missing = str(archive)
+        cds_options, cds_missing = driver_archive(config, deployment.deploy_mode)
         command = build_command(
             deployment,
             name=name,
@@ -319,6 +312,21 @@ def _plan(
         request.upgraded_from,
         request.rolled_back,
     )
+
+
+def driver_archive(config: Any, deploy_mode: str) -> tuple[list[str], str | None]:
+    """The JVM options that map the drivers' class-data sharing archive, for a driver started
+    on this machine (``deploy_mode`` client) with ``env.java.class-data-sharing`` on and the
+    archive whole; and the archive's path when it is not there yet (the driver then runs
+    without it, says so once and has one made)."""
+    if deploy_mode != "client" or not config.get("env.java.class-data-sharing"):
+        return [], None
+    archive = cds.archive_path(pyspark_home())
+    if archive is None:
+        return [], None
+    if cds.usable(archive):
+        return cds.driver_options(archive), None
+    return [], str(archive)
 
 
 def _distinct_names(files: list[Path], run_dir: Path) -> list[Path]:

@@ -1,5 +1,7 @@
 """Class-data sharing for fresh drivers: made without any step by the user, mapped by every
-later driver, and a refused or damaged archive never stops a job.
+later driver, and a refused or damaged archive never stops a job. (Its key,
+``env.java.class-data-sharing: false``, is tested where the driver's options are chosen:
+tests/submission/test_submit.py.)
 
 What the JVM really did is read from the kernel: a JVM that uses the archive has the file
 mapped (``/proc/<pid>/maps``).
@@ -76,21 +78,16 @@ def test_the_first_job_makes_the_archive_and_later_drivers_map_it(
     assert "class-data" not in _log(flinkish_env, second).lower()
     flinkish_env.run("cancel", second, check=True)
 
-    # 3. turned off by its key: not mapped, not mentioned
-    third = _start(flinkish_env, cache, "-D", "env.java.class-data-sharing=false")
-    assert str(archive) not in _mapped(_jvm_of(flinkish_env, third))
-    flinkish_env.run("cancel", third, check=True)
-
-    # 4. an archive the JVM refuses (the class path changed under it): one line in the
+    # 3. an archive the JVM refuses (the class path changed under it): one line in the
     #    job's log, nothing on the job's output, and the job runs
     stray = cache / "flinkish" / "spark-conf" / "spark-defaults.conf"
     stray.write_text("# a file on the class path makes the archive unusable\n")
     try:
-        fourth = _start(flinkish_env, cache)
-        assert str(archive) not in _mapped(_jvm_of(flinkish_env, fourth))
-        refused = [line for line in _log(flinkish_env, fourth).splitlines() if "[cds" in line]
+        third = _start(flinkish_env, cache)
+        assert str(archive) not in _mapped(_jvm_of(flinkish_env, third))
+        refused = [line for line in _log(flinkish_env, third).splitlines() if "[cds" in line]
         assert len(refused) == 1, refused
-        flinkish_env.run("cancel", fourth, check=True)
+        flinkish_env.run("cancel", third, check=True)
     finally:
         stray.unlink()
 

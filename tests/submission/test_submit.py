@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import socket
+import sys
+from pathlib import Path
 
 import pytest
 
+from flinkish_cli.config import load_configuration
 from flinkish_cli.errors import JobError
-from flinkish_cli.submission.submit import check_session_cluster
+from flinkish_cli.spark import cds
+from flinkish_cli.spark.install import pyspark_home
+from flinkish_cli.submission.submit import check_session_cluster, driver_archive
 
 
 def test_a_session_cluster_that_answers_passes() -> None:
@@ -26,3 +31,25 @@ def test_no_session_cluster_is_one_clear_error() -> None:
         port = probe.getsockname()[1]  # bound, not listening: refused
         with pytest.raises(JobError, match=f"No session cluster answers at sc://127.0.0.1:{port}"):
             check_session_cluster(f"sc://127.0.0.1:{port}")
+
+
+def test_the_drivers_map_the_archive_unless_class_data_sharing_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh driver on this machine maps the archive; ``env.java.class-data-sharing: false``
+    or a driver in the cluster (YARN's, Kubernetes' application mode) never does. (That a
+    driver given the options really maps it: tests/spark/test_cds.py, from /proc.)"""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    archive = cds.archive_path(pyspark_home())
+    assert archive is not None
+    on, off = (
+        load_configuration(tmp_path),
+        load_configuration(tmp_path, ["env.java.class-data-sharing=false"]),
+    )
+    assert driver_archive(on, "client") == ([], str(archive))  # none yet: the driver says so
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes((0xF00BABA8).to_bytes(4, sys.byteorder) + b" classes")
+    options, missing = driver_archive(on, "client")
+    assert f"-XX:SharedArchiveFile={archive}" in options and missing is None
+    assert driver_archive(off, "client") == ([], None)
+    assert driver_archive(on, "cluster") == ([], None)
