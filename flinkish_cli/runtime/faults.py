@@ -3,7 +3,10 @@
 A test sets ``FLINKISH_TEST_FAULT=<point>:<process>`` in the environment of ``flinkish run``
 (the driver inherits it); when the job's first driver reaches ``<point>`` it SIGKILLs
 ``<process>``: ``jvm`` (Spark's JVM, as the OOM killer would) or ``python`` (the driver
-itself). A restarted driver (``attempt`` > 0) never injects, so the restart can succeed.
+itself). A comma-separated list names one fault per driver attempt, in order
+(``restore-copied:jvm,restore-repartitioned:python``: the first driver dies at the first
+point, its restart at the second); a driver past the list never injects, so the last
+restart can succeed.
 Points: ``restore-copied`` (a savepoint's state copied into the job's checkpoint, before it
 is repartitioned), ``restore-repartitioned`` (state repartitioned for a new parallelism, not
 yet marked restored), ``savepoint-snapshot`` (the driver chose the files of a savepoint,
@@ -22,9 +25,11 @@ VARIABLE = "FLINKISH_TEST_FAULT"
 
 def inject(point: str, attempt: int) -> None:
     """Kill the named process if a test asked for a fault at ``point``."""
-    wanted = os.environ.get(VARIABLE, "")
-    name, _, process = wanted.partition(":")
-    if attempt > 0 or name != point:
+    wanted = os.environ.get(VARIABLE, "").split(",")
+    if attempt >= len(wanted):
+        return
+    name, _, process = wanted[attempt].partition(":")
+    if name != point:
         return
     import logging
 

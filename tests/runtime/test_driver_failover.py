@@ -423,8 +423,9 @@ def _wait_gone(pid: int, timeout: float = 15) -> bool:
 
 
 def test_an_interrupted_restore_and_rescale_are_redone(job: Job) -> None:
-    """The driver dies after copying a savepoint's state and again (as a new job) after
-    repartitioning it for a new parallelism: each restarted driver restores it again."""
+    """A job resumed from a savepoint at a new parallelism: its first driver dies (the JVM)
+    after copying the savepoint's state, its second (the Python driver) after repartitioning
+    it; each restarted driver restores it again, and the third runs on it."""
     job.env.write_conf({"state.backend.type": "rocksdb"})
     for _ in range(3):
         job.add_file()
@@ -436,25 +437,11 @@ def test_an_interrupted_restore_and_rescale_are_redone(job: Job) -> None:
     }
 
     job.add_file()
-    copied = job.start("-s", savepoint, extra_env={"FLINKISH_TEST_FAULT": "restore-copied:jvm"})
-    status = job.wait_running_again(copied, 1, -1)
-    assert "Spark's JVM" in status["failure_cause"]
-    job.wait_for_commits(copied, job.last_commit(copied, "raw"))
-    job.stop(copied)
-
-    job.add_file()
-    # the first resume's file sink moved past the savepoint: resuming the same savepoint into
-    # it again is refused (its sink would skip those batch ids), so this run writes elsewhere
-    job.output = job.env.root / "out-rescaled"
-    rescaled = job.start(
-        "-s",
-        savepoint,
-        "-p",
-        "3",
-        extra_env={"FLINKISH_TEST_FAULT": "restore-repartitioned:python"},
-    )
-    status = job.wait_running_again(rescaled, 1, -1)
-    assert "Python driver was killed" in status["failure_cause"]
+    faults = "restore-copied:jvm,restore-repartitioned:python"
+    rescaled = job.start("-s", savepoint, "-p", "3", extra_env={"FLINKISH_TEST_FAULT": faults})
+    status = job.wait_running_again(rescaled, 2, -1)
+    first, second = (failure["cause"] for failure in status["exceptions"])
+    assert "Spark's JVM" in first and "Python driver was killed" in second, status["exceptions"]
     log = job.env.run("logs", rescaled, check=True).stdout
     assert log.count("Repartitioning the state of query 'counts'") == 2
     assert "was interrupted" in log
