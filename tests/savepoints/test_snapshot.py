@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,17 @@ def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> Non
     assert not Path(path).exists() and query.exists()
 
 
+def _savepoint_of_running(query: Path, spark: Callable[[], None]) -> str:
+    """A savepoint of ``query`` into ``../../sp``, ``spark`` acting on the checkpoint (as
+    the running query would) between the choice of its files and their copy."""
+    root = query.parents[1]
+    storage = open_storage(str(root))
+    return take_savepoint(
+        storage, {"q": str(query)}, storage, str(root / "sp"), "ab" * 16, "job", "4.3.0",
+        before_copy=spark,
+    )  # fmt: skip
+
+
 def test_old_log_entries_spark_purges_during_the_copy_are_left_out(tmp_path: Path) -> None:
     """Spark deletes a running query's old log entries (minBatchesToRetain) at any moment: one
     gone between the savepoint's listing and its copy is not needed to resume, so the
@@ -103,16 +115,7 @@ def test_old_log_entries_spark_purges_during_the_copy_are_left_out(tmp_path: Pat
         for name in ("offsets/0", "offsets/.0.crc", "commits/0", "offsets/1", "commits/1"):
             (query / name).unlink()
 
-    path = take_savepoint(
-        storage,
-        {"q": str(query)},
-        storage,
-        str(tmp_path / "sp"),
-        "ab" * 16,
-        "job",
-        "4.3.0",
-        before_copy=purge,
-    )
+    path = _savepoint_of_running(query, purge)
     saved = {f.path for f in read_savepoint(storage, path).files}
     assert {"q/commits/12", "q/offsets/12", "q/offsets/13", "q/offsets/2"} <= saved
     assert not {"q/offsets/0", "q/offsets/.0.crc", "q/offsets/1", "q/offsets/.1.crc"} & saved
@@ -136,16 +139,7 @@ def test_a_query_that_moved_on_during_the_copy_is_saved_at_its_new_batch(
                 for name in (f"{version}.zip", f".{version}.zip.crc"):
                     (query / "state" / "0" / str(partition) / name).unlink()
 
-    path = take_savepoint(
-        storage,
-        {"q": str(query)},
-        storage,
-        str(tmp_path / "sp"),
-        "ab" * 16,
-        "job",
-        "4.3.0",
-        before_copy=run_on,
-    )
+    path = _savepoint_of_running(query, run_on)
     manifest = read_savepoint(storage, path)
     assert manifest.query("q").last_committed_batch == 4
     saved = {f.path for f in manifest.files}
