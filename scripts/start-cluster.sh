@@ -207,46 +207,48 @@ fi
 mkdir -p "$dir/logs" "$dir/work"
 dir=$(cd "$dir" && pwd)
 
-# The daemons' logs roll as a job's do: <role>.log rolls at flinkish.log.max-file-size and
-# keeps env.log.max old files (log4j's own rolling appender); <role>.out keeps only what a
-# JVM prints to its console. Read as flinkish reads its configuration, when it can.
-log_roll=$(FLINKISH_CONF_DIR_ARG="$conf_dir" "$python" - 2>/dev/null <<'PY'
+# One read of the configuration, as flinkish reads it (when it can), for two things.
+# Line 1: the daemons' logs roll as a job's do: <role>.log rolls at flinkish.log.max-file-size
+# and keeps env.log.max old files (log4j's own rolling appender); <role>.out keeps only what a
+# JVM prints to its console.
+# Lines 2 and 3, class-data sharing: the session cluster's Connect server is a Spark driver,
+# and maps the drivers' archive (flinkish_cli/spark/cds.py; scripts/setup.sh makes it) as
+# theirs do, unless env.java.class-data-sharing is false. The JVM accepts it only with the
+# drivers' fixed, empty SPARK_CONF_DIR on its class path: so only where the server would
+# otherwise read no Spark configuration directory (SPARK_CONF_DIR unset and pyspark's conf/
+# empty). That directory, then the JVM options; neither without an archive.
+want_cds=0
+if [ $session = 1 ] && [ -z "${SPARK_CONF_DIR:-}" ] && [ -z "$(ls -A "$spark_home/conf" 2>/dev/null)" ]; then
+  want_cds=1
+fi
+settings=$(FLINKISH_CONF_DIR_ARG="$conf_dir" SPARK_HOME_ARG="$spark_home" WANT_CDS=$want_cds \
+  "$python" - 2>/dev/null <<'PY'
 import os
+from pathlib import Path
+
 try:
     from flinkish_cli.config import load_configuration
+
     config = load_configuration(os.environ.get("FLINKISH_CONF_DIR_ARG") or None)
     print(int(config.get("flinkish.log.max-file-size")), int(config.get("env.log.max")))
 except Exception:
     print(100 * 1024 * 1024, 10)
+    raise SystemExit(0) from None
+try:
+    if os.environ.get("WANT_CDS") == "1" and config.get("env.java.class-data-sharing"):
+        from flinkish_cli.spark import cds
+
+        archive = cds.archive_path(Path(os.environ["SPARK_HOME_ARG"]))
+        if archive is not None and cds.usable(archive):
+            print(cds.spark_conf_dir())
+            print(" ".join([*cds.jvm_logging_options(), *cds.driver_options(archive)]))
+except Exception:
+    pass
 PY
-) || log_roll="104857600 10"
-read -r log_size log_max <<<"$log_roll"
-
-# Class-data sharing: the session cluster's Connect server is a Spark driver, and maps the
-# drivers' archive (flinkish_cli/spark/cds.py; scripts/setup.sh makes it) as theirs do, unless
-# env.java.class-data-sharing is false. The JVM accepts it only with the drivers' fixed, empty
-# SPARK_CONF_DIR on its class path: so only where the server would otherwise read no Spark
-# configuration directory (SPARK_CONF_DIR unset and pyspark's conf/ empty). Two lines: that
-# directory, then the JVM options; nothing without an archive.
-cds_lines=""
-if [ $session = 1 ] && [ -z "${SPARK_CONF_DIR:-}" ] && [ -z "$(ls -A "$spark_home/conf" 2>/dev/null)" ]; then
-  cds_lines=$(FLINKISH_CONF_DIR_ARG="$conf_dir" SPARK_HOME_ARG="$spark_home" "$python" - 2>/dev/null <<'PY'
-import os
-from pathlib import Path
-
-from flinkish_cli.config import load_configuration
-from flinkish_cli.spark import cds
-
-config = load_configuration(os.environ.get("FLINKISH_CONF_DIR_ARG") or None)
-archive = cds.archive_path(Path(os.environ["SPARK_HOME_ARG"]))
-if config.get("env.java.class-data-sharing") and archive is not None and cds.usable(archive):
-    print(cds.spark_conf_dir())
-    print(" ".join([*cds.jvm_logging_options(), *cds.driver_options(archive)]))
-PY
-) || cds_lines=""
-fi
-cds_conf_dir=$(sed -n 1p <<<"$cds_lines")
-cds_options=$(sed -n 2p <<<"$cds_lines")
+) || settings="104857600 10"
+read -r log_size log_max <<<"$(sed -n 1p <<<"$settings")"
+cds_conf_dir=$(sed -n 2p <<<"$settings")
+cds_options=$(sed -n 3p <<<"$settings")
 cat >"$dir/log4j2.properties" <<LOG4J
 # Written by flinkish's start-cluster.sh: each daemon's log rolls by size, as Flink's do.
 rootLogger.level = info
