@@ -6,8 +6,7 @@
 # the cores busy but took 26 min against 23: much of a test's CPU grows with its wall time,
 # its jobs' and the polls'; a test module always runs whole on one worker, so its module
 # fixtures start once, and the modules of the shared Connect server and standalone cluster
-# share one worker; the groups go out in tests/conftest.py's schedule: the Spark groups longest
-# first, the others spread among them, the shortest last; 0 runs serially).
+# share one worker; the groups go out longest first: tests/conftest.py; 0 runs serially).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test

@@ -14,9 +14,7 @@ in each of them (``SHORT_JVM``; the test configuration gives flinkish's drivers 
 ``TEST_JVM_OPTIONS``). The product never sets it.
 """
 
-import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -92,11 +90,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list) -> None:
     """A test of a real cluster starts JVMs: ``cluster`` implies ``spark``, so that the fast
-    run (``-m "not spark"``) starts none. The groups (:func:`group_of`) go out in the order
-    :func:`schedule` chooses, and a module that uses a shared cluster must be named in
+    run (``-m "not spark"``) starts none. The groups (:func:`group_of`) go out longest first
+    (:func:`_longest_first`), and a module that uses a shared cluster must be named in
     :data:`SHARED_CLUSTER_MODULES`."""
     groups: dict[int, str] = {}
-    heavy: set[str] = set()
     for item in items:
         if item.get_closest_marker("cluster") and not item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.spark)
@@ -107,77 +104,22 @@ def pytest_collection_modifyitems(items: list) -> None:
                 "tests/conftest.py, so that it runs on the worker that has the cluster."
             )
         groups[id(item)] = group_of(item.nodeid)
-        if item.get_closest_marker("spark"):
-            heavy.add(groups[id(item)])
-    order = {group: n for n, group in enumerate(schedule(set(groups.values()), heavy))}
-    items.sort(key=lambda item: order[groups[id(item)]])
+    _longest_first(items, groups)
 
 
-#: Each group's seconds in the last run on this machine that measured it (``pytest
-#: --store-durations`` updates the groups it ran): what :func:`schedule` orders by. A group
-#: it does not name counts as :data:`UNKNOWN_SECONDS` of its kind.
-DURATIONS = Path(__file__).with_name("durations.json")
-UNKNOWN_SECONDS = {True: 30.0, False: 1.0}
-#: Groups that take less than this go last, to even out the workers' ends.
-FILLER_SECONDS = 5.0
-
-
-def schedule(groups: set[str], heavy: set[str]) -> list[str]:
-    """The order in which the workers take the groups (``--no-loadscope-reorder``: the next
-    free worker takes the next group).
-
-    The suite is CPU-bound where it runs Spark (``heavy`` groups: JVMs on both cores) and
-    waits on timers where it does not (slow connections, a browser, S3 faults). So: the heavy
-    groups longest first (the longest cannot end up alone at the end), the light groups of
-    some length spread evenly among them, each thus running beside a heavy one that uses the
-    cores it leaves idle, and the short groups last, to fill both workers' ends. (Before, the
-    light groups all ran at the end, side by side: a quarter of that last stretch's CPU was
-    idle.)"""
-    known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-
-    def seconds(group: str) -> float:
-        return float(known.get(group, UNKNOWN_SECONDS[group in heavy]))
-
-    def longest_first(chosen: set[str]) -> list[str]:
-        return sorted(chosen, key=lambda group: (-seconds(group), group))
-
-    fillers = {g for g in groups - heavy if seconds(g) < FILLER_SECONDS}
-    big = longest_first(groups & heavy)
-    light = longest_first(groups - heavy - fillers)
-    total = sum(seconds(group) for group in big) or 1.0
-    order: list[str] = []
-    elapsed = 0.0
-    placed = 0
-    for group in big:
-        order.append(group)
-        elapsed += seconds(group)
-        # light group j once (j + 1) / (len(light) + 1) of the heavy groups' time has gone
-        while placed < len(light) and elapsed / total >= (placed + 1) / (len(light) + 1):
-            order.append(light[placed])
-            placed += 1
-    return order + light[placed:] + longest_first(fillers)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--store-durations",
-        action="store_true",
-        help=f"write each group's seconds to {DURATIONS.name} (the schedule's figures)",
-    )
-
-
-_measured: dict[str, float] = {}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Each group's seconds, set-up and tear-down included (on the controller too: it
-    receives every worker's reports)."""
-    group = group_of(report.nodeid)
-    _measured[group] = _measured.get(group, 0.0) + report.duration
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    if session.config.getoption("store_durations") and not hasattr(session.config, "workerinput"):
-        known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-        figures = known | {group: round(seconds, 1) for group, seconds in _measured.items()}
-        DURATIONS.write_text(json.dumps(dict(sorted(figures.items())), indent=1) + "\n")
+def _longest_first(items: list, groups: dict[int, str]) -> None:
+    """Order the groups as ``--no-loadscope-reorder`` hands them out (scripts/test.sh): the
+    long-running ones (a ``soak`` test) first, then those that start Spark, then the rest, each
+    kind in collection order. Seconds-long tests last fill the workers' ends evenly; pytest-xdist's
+    own order (the groups with most tests first) hands out the one-test modules last, a
+    short soak among them, which then runs on one worker while the others are idle."""
+    rank: dict[str, int] = {}
+    for item in items:
+        kind = 2
+        if item.get_closest_marker("soak"):
+            kind = 0
+        elif item.get_closest_marker("spark"):
+            kind = 1
+        group = groups[id(item)]
+        rank[group] = min(rank.get(group, 2), kind)
+    items.sort(key=lambda item: rank[groups[id(item)]])
