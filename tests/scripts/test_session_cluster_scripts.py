@@ -140,6 +140,7 @@ def test_session_cluster_over_standalone(tmp_path: Path) -> None:
             *("--master-webui-port", str(ports[1])),
             *("--worker-port", "0", "--worker-webui-port", str(ports[2])),
             *("--cores", "2", "--memory", "1g"),
+            "--no-web",  # flinkish web in front of it: tests/runtime/test_session_cluster.py
         )
         return start_connect_server(cluster_dir, port=ports[3], extra_args=standalone), ports
 
