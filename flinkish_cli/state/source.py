@@ -365,7 +365,8 @@ def _copy_query(storage: Storage, directory: str, name: str, copy: str) -> Query
         snapshot = copy_snapshot(storage, choose, local, copy)
     except SavepointError as error:  # a damaged checkpoint, or one that ran past its copy
         shutil.rmtree(copy, ignore_errors=True)
-        raise StateError(error.message, f"{NOTHING_READ}.") from None
+        hint = " ".join(part for part in (error.hint, f"{NOTHING_READ}.") if part)
+        raise StateError(error.message, hint) from None
     query, files = snapshot.manifest, snapshot.files
     sizes: dict[str, int] = {}
     if files:
