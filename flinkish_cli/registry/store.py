@@ -3,6 +3,7 @@
 Layout, under the checkpoint root (``execution.checkpointing.dir``)::
 
     <root>/<JobID>/_flinkish/status.json     the job's status (JobStatus), rewritten atomically
+    <root>/_flinkish/status-index/<JobID>   on S3: the MD5 of the status being written
     <root>/<JobID>/_flinkish/control/...     control requests and responses (control.py)
     <root>/<JobID>/<query name>/             each query's Spark checkpoint
 
@@ -19,6 +20,22 @@ it keeps what it read and revalidates it on every read (a conditional read per s
 S3's ``If-None-Match`` with the ETag, a ``stat`` on local disk), so it parses only what
 changed and never answers with a status that is not the file's. :class:`RegistryIdentity`
 says which registry this is, without touching the storage.
+
+**The status index** makes a job list on S3 two listings instead of one request per job. A storage
+whose listings carry ETags (S3) gets, with every status write, a small index entry written
+*before* the status: the MD5 (hex) of the status text. A listing of the index then gives,
+for every job, the ETag of that entry, which is the MD5 of the entry's text for a plain
+``PutObject``. A kept status whose text hashes to what the index says was the last write
+begun is the file; any other job's status is read conditionally, as without the index. The
+order of the two writes makes every crash safe: an entry written and its status not (yet)
+can only disagree with what is kept, and a disagreement costs one read, never a wrong
+answer. That holds because one job's status has one writer at a time
+(:mod:`~flinkish_cli.registry.status_writer`). What the index cannot see is a
+status written without it (by a flinkish older than the index, or by hand) after the index
+agreed with what is kept: such a job keeps the status it had until its next write through
+flinkish. Encrypted buckets whose ETags are not MD5s (SSE-KMS) never agree with the index:
+every job is then read conditionally, as before. Local disk and HDFS have no index: a
+``stat`` per status is already cheap.
 """
 
 from __future__ import annotations
@@ -41,6 +58,8 @@ if TYPE_CHECKING:
 
 META_DIR = "_flinkish"
 STATUS_FILE = "status.json"
+#: under ``<root>/_flinkish``: one entry per job, the MD5 of its status (see the module)
+STATUS_INDEX_DIR = "status-index"
 
 
 class UnreadableStatusError(JobError):
@@ -89,16 +108,23 @@ class _Read:
     """A status file as read: the status and its text (the job list's document of it is
     made from the text once, when first asked for)."""
 
-    __slots__ = ("_listed", "status", "text")
+    __slots__ = ("_index_etag", "_listed", "status", "text")
 
     def __init__(self, status: JobStatus, text: str) -> None:
         self.status, self.text = status, text
         self._listed: dict[str, Any] | None = None
+        self._index_etag: str | None = None
 
     def listed(self) -> dict[str, Any]:
         if self._listed is None:
             self._listed = without_progress(json.loads(self.text))
         return self._listed
+
+    def index_etag(self) -> str:
+        """The ETag the status index lists for this text when it was the last write."""
+        if self._index_etag is None:
+            self._index_etag = _md5(_md5(self.text))
+        return self._index_etag
 
 
 class StatusCache:
@@ -161,11 +187,24 @@ class JobRegistry:
 
         return join(self.meta_dir(job_id), STATUS_FILE)
 
+    def status_index_dir(self) -> str:
+        """``<root>/_flinkish/status-index``: the status index (see the module)."""
+        from flinkish_cli.storage import join
+
+        return join(self.root, META_DIR, STATUS_INDEX_DIR)
+
     # -- status --------------------------------------------------------------------------
     def write(self, status: JobStatus) -> None:
         """Atomically replace the job's status file. In flinkish only the transitions of
-        :mod:`~flinkish_cli.registry.status_writer` call it (tests seed registries with it)."""
-        self.storage.write_text(self.status_path(status.job_id), status.to_json())
+        :mod:`~flinkish_cli.registry.status_writer` call it (tests seed registries with it).
+        On a storage with the status index, its entry is written first (see the module)."""
+        from flinkish_cli.storage import join
+
+        text = status.to_json()
+        if self.storage.etags_in_listings:
+            entry = join(self.status_index_dir(), parse_job_id(status.job_id))
+            self.storage.write_text(entry, _md5(text))
+        self.storage.write_text(self.status_path(status.job_id), text)
 
     def find(self, job_id: str) -> JobStatus | None:
         """The job's status, or None when the registry has no such job.
@@ -272,28 +311,16 @@ class JobRegistry:
 
         Reads status files in parallel; a problem with one job never hides the others.
         """
-        from concurrent.futures import ThreadPoolExecutor
-
-        ids = list(self.job_ids())
-        if not ids:
-            return [], []
-        with ThreadPoolExecutor(max_workers=min(16, len(ids))) as pool:
-            found = list(pool.map(self._find_or_problem, ids))
-        statuses = [s for s in found if isinstance(s, JobStatus)]
-        unreadable = sorted((s for s in found if isinstance(s, UnreadableJob)), key=_by_id)
+        found = self._read_all()
+        statuses = [r.status for r in found if isinstance(r, _Read)]
+        unreadable = sorted((r for r in found if isinstance(r, UnreadableJob)), key=_by_id)
         return sorted(statuses, key=lambda s: s.start_time, reverse=True), unreadable
 
     def listing(self) -> tuple[list[dict[str, Any]], list[UnreadableJob]]:
         """:meth:`scan` as documents for a job list: each readable job's status document
         without its queries' recent progress (:func:`~.status.without_progress`), newest
         first, and the unreadable jobs."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        ids = list(self.job_ids())
-        if not ids:
-            return [], []
-        with ThreadPoolExecutor(max_workers=min(16, len(ids))) as pool:
-            found = list(pool.map(self._read_or_problem, ids))
+        found = self._read_all()
         read = sorted((r for r in found if isinstance(r, _Read)), key=_newest_first)
         unreadable = sorted((r for r in found if isinstance(r, UnreadableJob)), key=_by_id)
         return [r.listed() for r in read], unreadable
@@ -302,9 +329,46 @@ class JobRegistry:
         """Which registry this is (where its storage locates the root: no I/O)."""
         return RegistryIdentity.of(self.storage.location(self.root))
 
-    def _find_or_problem(self, job_id: str) -> JobStatus | UnreadableJob | None:
-        found = self._read_or_problem(job_id)
-        return found.status if isinstance(found, _Read) else found
+    def _read_all(self) -> list[_Read | UnreadableJob | None]:
+        """Every job's status as read, or its problem: the kept statuses the status index
+        says are current as they are, the others read in parallel."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            indexed = pool.submit(self._status_index)  # listed while the jobs are
+            ids = list(self.job_ids())
+            current = self._current_by_index(ids, indexed.result())
+            rest = [job_id for job_id in ids if job_id not in current]
+            return [*current.values(), *pool.map(self._read_or_problem, rest)]
+
+    def _status_index(self) -> dict[str, str | None] | None:
+        """The status index's ETag of each job (one listing); None without a cache, on a
+        storage without the index, or when the index cannot be listed (every job is then
+        read conditionally)."""
+        if self.cache is None or not self.storage.etags_in_listings:
+            return None
+        try:
+            return {
+                info.name: info.etag
+                for info in self.storage.list(self.status_index_dir())
+                if not info.is_dir
+            }
+        except StorageError:
+            return None
+
+    def _current_by_index(
+        self, ids: list[str], listed: dict[str, str | None] | None
+    ) -> dict[str, _Read]:
+        """The kept statuses of ``ids`` that the status index ``listed`` says are still
+        their files."""
+        if self.cache is None or listed is None:
+            return {}
+        current = {}
+        for job_id in ids:
+            kept = self.cache.get(self.status_path(job_id))
+            if kept is not None and listed.get(job_id) == kept[1].index_etag():
+                current[job_id] = kept[1]
+        return current
 
     def _read_or_problem(self, job_id: str) -> _Read | UnreadableJob | None:
         path = self.status_path(job_id)
@@ -323,6 +387,12 @@ class JobRegistry:
             return self.storage.stat(path).mtime
         except Exception:
             return None
+
+
+def _md5(text: str) -> str:
+    import hashlib
+
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def _by_id(job: UnreadableJob) -> str:

@@ -92,6 +92,8 @@ class FileInfo:
     size: int
     is_dir: bool
     mtime: float | None = None
+    #: the object's ETag, without quotes, where a listing carries one (S3); else None
+    etag: str | None = None
 
 
 @dataclass
@@ -127,6 +129,9 @@ class Storage(abc.ABC):
     """A file system reached by URI: the local disk, S3, or HDFS (see the module contract)."""
 
     scheme: str = ""
+    #: whether :meth:`list` gives each file's ETag (:attr:`FileInfo.etag`): one request then
+    #: tells which of many small files changed
+    etags_in_listings: bool = False
 
     def __init__(self, root: str, settings: StorageSettings | None = None) -> None:
         self.root = root

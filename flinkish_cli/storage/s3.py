@@ -76,6 +76,7 @@ class S3Storage(Storage):
     """Objects in S3 buckets, reached with one boto3 client built from the settings."""
 
     scheme = "s3"
+    etags_in_listings = True
 
     def __init__(self, root: str, settings: StorageSettings | None = None) -> None:
         super().__init__(root, settings)
@@ -483,6 +484,12 @@ class S3Storage(Storage):
 
 def _info(path: str, name: str, obj: dict[str, Any]) -> FileInfo:
     modified = obj.get("LastModified")
+    etag = str(obj.get("ETag") or "").strip('"') or None
     return FileInfo(
-        path, name, int(obj.get("Size", 0)), False, modified.timestamp() if modified else None
+        path,
+        name,
+        int(obj.get("Size", 0)),
+        False,
+        modified.timestamp() if modified else None,
+        etag,
     )

@@ -1,7 +1,9 @@
 """What ``flinkish web`` keeps of the registry never lies: a status rewritten behind its back
 (the same size, within the same second) is read at once, a job gone is gone, an unchanged
 one costs a conditional read without a body (S3: 304 Not Modified; local disk: one
-``fstat``) and is not parsed again. On the local disk and on a real S3 server (moto)."""
+``fstat``) and is not parsed again; on S3 a job list of unchanged jobs costs two listings
+(the status index) whatever the number of jobs, and no status written, half-written or
+written around the index is ever hidden. On the local disk and on a real S3 server (moto)."""
 
 from __future__ import annotations
 
@@ -59,11 +61,13 @@ def test_a_kept_status_is_revalidated_on_every_read(
         registry.storage.client.meta.events.register("before-call.s3", seen)  # type: ignore[attr-defined]
     for state in (JobState.FAILED, JobState.CANCELED, JobState.RUNNING):  # all one size
         writer.write(_status(state))
+        calls.clear()
         assert registry.get(JOB).state is state
+        assert calls == ([] if kind == "local" else ["GetObject"])
         documents, unreadable = registry.listing()
         assert [d["state"] for d in documents] == [state.value] and not unreadable
-    if kind == "s3":
-        assert calls.count("GetObject") == 6 and "HeadObject" not in calls, calls
+        # S3: the job directories and the status index, one listing each; nothing read
+        assert calls == ([] if kind == "local" else ["GetObject", *["ListObjectsV2"] * 2])
 
     if kind == "local":
         shutil.rmtree(tmp_path / "cp" / JOB)
@@ -106,3 +110,89 @@ def test_the_registry_says_where_it_is_without_touching_it(tmp_path: Path) -> No
     assert s3.location == "s3://bucket/cp at http://s3.example:9000"
     assert JobRegistry.open("s3://bucket/cp/", settings).identity() == s3
     assert "x" not in s3.location.replace("example", "")
+
+
+# -- the status index (S3) ------------------------------------------------------------------------
+def _s3_registry(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[JobRegistry, list[str]]:
+    """A registry on the S3 server that keeps what it read (as flinkish web's does), and the
+    S3 operations it sends from now on."""
+    registry = _registry("s3", tmp_path, request)
+    calls: list[str] = []
+    registry.storage.client.meta.events.register(  # type: ignore[attr-defined]
+        "before-call.s3", lambda model, **_: calls.append(model.name)
+    )
+    return registry, calls
+
+
+def _job(number: int, state: JobState = JobState.RUNNING) -> JobStatus:
+    status = _status(state)
+    status.job_id = f"{number:032x}"
+    status.start_time = float(number)
+    return status
+
+
+def test_a_list_of_unchanged_jobs_on_s3_is_two_listings_whatever_their_number(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    registry, calls = _s3_registry(request, tmp_path)
+    writer = JobRegistry(registry.root, registry.storage)  # the jobs' drivers
+    for number in range(1, 21):
+        writer.write(_job(number))
+    calls.clear()
+    documents, _ = registry.listing()
+    assert len(documents) == 20 and calls.count("GetObject") == 20  # the first: all read
+    for _ in range(2):
+        calls.clear()
+        documents, _ = registry.listing()
+        assert len(documents) == 20 and calls == ["ListObjectsV2"] * 2
+    writer.write(_job(7, JobState.FAILED))
+    calls.clear()
+    statuses, unreadable = registry.scan()
+    assert calls == ["ListObjectsV2", "ListObjectsV2", "GetObject"]  # only the one changed
+    assert {s.job_id: s.state for s in statuses}[f"{7:032x}"] is JobState.FAILED
+    assert len(statuses) == 20 and not unreadable
+
+
+def test_a_write_cut_between_its_index_entry_and_its_status_is_never_hidden(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A writer killed after the index entry and before the status: the listing keeps
+    showing the status file as it is (reading it each time), then the next whole write."""
+    registry, calls = _s3_registry(request, tmp_path)
+    writer = JobRegistry(registry.root, registry.storage)
+    writer.write(_status(JobState.RUNNING))
+    assert [d["state"] for d in registry.listing()[0]] == ["RUNNING"]
+
+    class Killed(Exception):
+        pass
+
+    def die_before_the_status(params: dict[str, Any], **_: Any) -> None:
+        if params["Key"].endswith("/status.json"):
+            raise Killed
+
+    events = registry.storage.client.meta.events  # type: ignore[attr-defined]
+    events.register("before-parameter-build.s3.PutObject", die_before_the_status)
+    with pytest.raises(Killed):
+        writer.write(_status(JobState.FAILED))
+    events.unregister("before-parameter-build.s3.PutObject", die_before_the_status)
+    for _ in range(2):
+        calls.clear()
+        assert [d["state"] for d in registry.listing()[0]] == ["RUNNING"]
+        assert calls.count("GetObject") == 1  # the index disagrees: the file is asked
+    writer.write(_status(JobState.CANCELED))
+    assert [d["state"] for d in registry.listing()[0]] == ["CANCELED"]
+
+
+def test_statuses_written_without_the_index_are_read_on_every_listing(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A registry of a flinkish older than the index: no entry, so every listing asks the
+    status file (conditionally), and a rewrite is seen at once."""
+    registry, calls = _s3_registry(request, tmp_path)
+    storage = registry.storage
+    for state in (JobState.RUNNING, JobState.FINISHED):
+        storage.write_text(registry.status_path(JOB), _status(state).to_json())
+        calls.clear()
+        assert [d["state"] for d in registry.listing()[0]] == [state.value]
+        assert calls == ["ListObjectsV2", "ListObjectsV2", "GetObject"]
+    assert storage.list(registry.status_index_dir()) == []

@@ -147,9 +147,10 @@ def test_list_gives_immediate_children(any_root: Root) -> None:
         ("sub", True),
     ]
     files = {i.name: i for i in listed}
+    etag = hashlib.md5(b"a.txt").hexdigest() if any_root.kind == "s3" else None
     assert files["a.txt"] == FileInfo(
-        any_root.path("a.txt"), "a.txt", 5, False, files["a.txt"].mtime
-    )
+        any_root.path("a.txt"), "a.txt", 5, False, files["a.txt"].mtime, etag
+    )  # S3's listing carries each object's ETag (a single PUT's is its MD5), unquoted
     assert files["sub"].path == any_root.path("sub") and files["sub"].size == 0
     assert [i.name for i in s.list(any_root.path("sub"))] == ["c.txt", "deeper"]
     # trailing slashes do not matter, paths keep the caller's spelling
