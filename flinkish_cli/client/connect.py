@@ -35,7 +35,7 @@ from typing import Any
 
 from flinkish_cli.client.base import JobClientBase
 from flinkish_cli.errors import JobError, UsageError
-from flinkish_cli.registry.store import registry_for
+from flinkish_cli.registry.store import registry_identity
 
 #: How long a command waits for the endpoint of ``rest.address`` before it reads storage.
 PROBE_TIMEOUT = 1.0
@@ -140,13 +140,13 @@ def submission_client(config: Any, request: Any) -> Any:
 
 def _through(config: Any, address: str, named_by: str, timeout: float) -> Any:
     """The REST client of ``address`` once it has shown it serves the configuration's
-    registry (its :meth:`~flinkish_cli.registry.store.JobRegistry.identity`: no I/O)."""
+    registry (:func:`~flinkish_cli.registry.store.registry_identity`: no I/O)."""
     from flinkish_cli.client.rest import Endpoint, RestJobClient
 
     token = config.get("flinkish.web.auth-token")
     endpoint = Endpoint(address, str(token) if token else None, TIMEOUT)
     document = _cluster_document(endpoint, bool(token), timeout)
-    ours = registry_for(config).identity()
+    ours = registry_identity(config)
     theirs = _registry_of(document, address)
     if theirs != ours.id:
         endpoint.close()

@@ -442,6 +442,22 @@ def _finite(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def registry_identity(config: Configuration) -> RegistryIdentity:
+    """``registry_for(config).identity()`` without opening the storage: a command that asks a
+    REST endpoint which registry it serves loads no storage backend."""
+    from flinkish_cli.storage.settings import StorageSettings
+    from flinkish_cli.storage.uri import S3_SCHEMES, check_uri, location
+
+    root = str(config.get("execution.checkpointing.dir")).rstrip("/")
+    endpoint = None
+    if check_uri(root) in S3_SCHEMES:
+        from flinkish_cli.storage.s3_client import endpoint_url
+
+        flat = config.to_flat(include_secrets=True)
+        endpoint = endpoint_url(StorageSettings.from_flink(flat).s3_endpoint)
+    return RegistryIdentity.of(location(root, endpoint))
+
+
 def registry_for(config: Configuration, keep_reads: bool = False) -> JobRegistry:
     """The registry that ``config`` names with execution.checkpointing.dir; ``keep_reads``
     for a long-running reader that keeps what it read and revalidates it (:class:`StatusCache`)."""

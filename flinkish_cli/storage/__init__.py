@@ -8,8 +8,9 @@ The public interface::
     storage.write_text(join("s3://bucket/checkpoints", "job", "status.json"), text)
 
 :func:`open_storage` picks the backend by the URI's scheme. Importing this package is cheap:
-boto3 is imported when an S3 storage is first used, and pyspark never (HDFS storage uses the
-JVM of a Spark session that already runs). Modules: :mod:`.uri` (paths and URIs),
+only :mod:`.uri` comes with it; the interface's classes and the backends are imported when
+first asked for, boto3 when an S3 storage is first used, and pyspark never (HDFS storage uses
+the JVM of a Spark session that already runs). Modules: :mod:`.uri` (paths and URIs),
 :mod:`.settings`, :mod:`.base` (the interface), :mod:`.local`, :mod:`.s3`, :mod:`.hdfs`.
 """
 
@@ -17,14 +18,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flinkish_cli.storage.base import CopyStats, FileInfo, Storage, StorageNotFoundError
-from flinkish_cli.storage.local import LocalStorage
-from flinkish_cli.storage.settings import StorageSettings
 from flinkish_cli.storage.uri import HDFS, LOCAL, S3_SCHEMES, check_uri, join, relative_to
 
 if TYPE_CHECKING:
+    from flinkish_cli.storage.base import CopyStats, FileInfo, Storage, StorageNotFoundError
     from flinkish_cli.storage.hdfs import HdfsStorage
+    from flinkish_cli.storage.local import LocalStorage
     from flinkish_cli.storage.s3 import S3Storage
+    from flinkish_cli.storage.settings import StorageSettings
+
+#: where each name of this package's interface is, imported when first asked for (a command
+#: that only joins paths, or that asks a REST endpoint, loads no backend)
+_LAZY = {
+    "CopyStats": "base",
+    "FileInfo": "base",
+    "Storage": "base",
+    "StorageNotFoundError": "base",
+    "LocalStorage": "local",
+    "S3Storage": "s3",
+    "HdfsStorage": "hdfs",
+    "StorageSettings": "settings",
+}
 
 __all__ = [
     "CopyStats",
@@ -50,6 +64,8 @@ def open_storage(uri: str, settings: StorageSettings | None = None) -> Storage:
     """
     scheme = check_uri(uri)
     if scheme == LOCAL:
+        from flinkish_cli.storage.local import LocalStorage
+
         return LocalStorage(uri, settings)
     if scheme in S3_SCHEMES:
         from flinkish_cli.storage.s3 import S3Storage
@@ -61,16 +77,13 @@ def open_storage(uri: str, settings: StorageSettings | None = None) -> Storage:
     return HdfsStorage(uri, settings)
 
 
-def __getattr__(name: str) -> Any:  # S3Storage and HdfsStorage, imported when asked for
-    if name == "S3Storage":
-        from flinkish_cli.storage.s3 import S3Storage
+def __getattr__(name: str) -> Any:  # the names of _LAZY, imported when asked for
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return S3Storage
-    if name == "HdfsStorage":
-        from flinkish_cli.storage.hdfs import HdfsStorage
-
-        return HdfsStorage
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 def open_for_config(path: str, config: Any) -> Storage:
@@ -78,4 +91,6 @@ def open_for_config(path: str, config: Any) -> Storage:
 
     ``config`` is a :class:`flinkish_cli.config.Configuration` (anything with ``to_flat``).
     """
+    from flinkish_cli.storage.settings import StorageSettings
+
     return open_storage(path, StorageSettings.from_flink(config.to_flat(include_secrets=True)))

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from flinkish_cli.config.units import human_bytes
 from flinkish_cli.errors import StorageError
 from flinkish_cli.storage.settings import StorageSettings
-from flinkish_cli.storage.uri import check_relative, join, relative_to
+from flinkish_cli.storage.uri import check_relative, join, location, relative_to
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -166,9 +166,8 @@ class Storage(abc.ABC):
     def location(self, path: str) -> str:
         """Where ``path`` is, as a string two processes compare to know they reach the same
         files (the same on every host that reaches them the same way), never with a secret.
-        Here: ``path`` itself; backends normalise it (an absolute local path, one S3 scheme
-        and the endpoint)."""
-        return path.rstrip("/") or path
+        Here: :func:`~.uri.location` without an S3 endpoint; S3 gives its own."""
+        return location(path)
 
     def local_path(self, path: str) -> str | None:
         """Where ``path`` is on this machine's file system, or None when this storage is not

@@ -39,7 +39,7 @@ from flinkish_cli.storage.base import (
     temp_name,
 )
 from flinkish_cli.storage.settings import StorageSettings
-from flinkish_cli.storage.uri import join, local_path
+from flinkish_cli.storage.uri import join, local_path, location
 
 
 class LocalStorage(Storage):
@@ -59,7 +59,7 @@ class LocalStorage(Storage):
 
     def location(self, path: str) -> str:
         """``file://`` and the real absolute path (symbolic links resolved)."""
-        return "file://" + os.path.realpath(local_path(path))
+        return location(path)
 
     # -- errors ----------------------------------------------------------------------------
     def _storage_error(self, error: Exception, action: str, path: str) -> StorageError | None:

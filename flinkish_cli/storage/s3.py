@@ -34,7 +34,6 @@ import io
 import os
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from flinkish_cli.errors import StorageError
@@ -63,7 +62,14 @@ from flinkish_cli.storage.s3_errors import (
     translate,
 )
 from flinkish_cli.storage.settings import StorageSettings
-from flinkish_cli.storage.uri import S3Location, join, local_path, parse_s3, redact_url
+from flinkish_cli.storage.uri import (
+    S3Location,
+    join,
+    local_path,
+    location,
+    parse_s3,
+    redact_url,
+)
 
 DELETE_BATCH = 1000
 """Keys per DeleteObjects call (S3's maximum)."""
@@ -106,9 +112,7 @@ class S3Storage(Storage):
 
     def location(self, path: str) -> str:
         """``s3://bucket/key`` (``s3a://`` written as ``s3://``) and the endpoint, if any."""
-        loc = parse_s3(path)
-        where = f" at {redact_url(self.endpoint).rstrip('/').lower()}" if self.endpoint else ""
-        return f"s3://{loc.bucket}/{loc.key}".rstrip("/") + where
+        return location(path, self.endpoint)
 
     # -- the client ------------------------------------------------------------------------
     @property
@@ -424,6 +428,8 @@ class S3Storage(Storage):
                 f"Refusing to delete everything in the bucket '{loc.bucket}' ({path}).",
                 "Give a directory inside the bucket.",
             )
+        from concurrent.futures import ThreadPoolExecutor  # not on a command's path
+
         with self._errors("delete", path):
             pages = self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=loc.bucket,

@@ -158,3 +158,21 @@ def parse_s3(uri: str) -> S3Location:
 def redact_url(url: str) -> str:
     """``url`` without any ``user:password@`` part."""
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@]*@", rf"\1{REDACTED}@", url)
+
+
+def location(uri: str, s3_endpoint: str | None = None) -> str:
+    """Where ``uri`` is, as a string two processes compare to know they reach the same files
+    (the same on every host that reaches them the same way), never with a secret: a local
+    path as ``file://`` and its real absolute path (symbolic links resolved), an S3 path as
+    ``s3://bucket/key`` (``s3a://`` written as ``s3://``) with ``s3_endpoint`` (the
+    endpoint's URL, as :func:`~.s3_client.endpoint_url` makes it), anything else as given.
+    :meth:`Storage.location <flinkish_cli.storage.base.Storage.location>` is this, for its
+    backend; a caller without a storage (the registry's identity) calls it directly."""
+    scheme = scheme_of(uri)
+    if scheme == LOCAL:
+        return "file://" + os.path.realpath(local_path(uri))
+    if scheme in S3_SCHEMES:
+        loc = parse_s3(uri)
+        where = f" at {redact_url(s3_endpoint).rstrip('/').lower()}" if s3_endpoint else ""
+        return f"s3://{loc.bucket}/{loc.key}".rstrip("/") + where
+    return uri.rstrip("/") or uri

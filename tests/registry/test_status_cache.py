@@ -196,3 +196,29 @@ def test_statuses_written_without_the_index_are_read_on_every_listing(
         assert [d["state"] for d in registry.listing()[0]] == [state.value]
         assert calls == ["ListObjectsV2", "ListObjectsV2", "GetObject"]
     assert storage.list(registry.status_index_dir()) == []
+
+
+def test_a_configurations_registry_is_named_without_opening_its_storage(tmp_path: Path) -> None:
+    """What ``-m host:port`` compares with the endpoint's registry: the same identity as the
+    opened registry's, from the configuration alone (no storage backend imported)."""
+    from flinkish_cli.config import Configuration
+    from flinkish_cli.registry.store import registry_for, registry_identity
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for flat in (
+        {"execution.checkpointing.dir": str(tmp_path / "link" / "cp")},
+        {"execution.checkpointing.dir": f"file://{tmp_path}/real/cp/"},
+        {
+            "execution.checkpointing.dir": "s3a://bucket/cp/",
+            "s3.endpoint": "http://user:pw@S3.example:9000/",
+            "s3.access-key": "AKIAEXAMPLE",
+            "s3.secret-key": "a-secret",
+        },
+        {"execution.checkpointing.dir": "s3://bucket/cp", "s3.endpoint": "s3.example.com"},
+        {"execution.checkpointing.dir": "s3://bucket"},
+    ):
+        config = Configuration.from_flat(flat)
+        identity = registry_identity(config)
+        assert identity == registry_for(config).identity(), flat
+        assert "a-secret" not in identity.location and ":pw@" not in identity.location
