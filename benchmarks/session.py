@@ -31,6 +31,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.backlog import SCRIPT as BATCH_SCRIPT
 from benchmarks.backlog import BacklogParams, final_counts, write_backlog
@@ -345,22 +346,43 @@ def measure_batch(
     return found
 
 
+def against_fresh(
+    measurement: str,
+    samples: list[float],
+    reference: str,
+    fresh: list[float],
+    ratio: float,
+    details: dict[str, Any],
+    seconds: float | None = None,
+) -> Row:
+    """A row of median ``samples`` against the fresh driver's median ``fresh``: its goal a
+    ratio, and with ``seconds`` also a bound in seconds."""
+    bound = ratio * median(fresh) if seconds is None else min(ratio * median(fresh), seconds)
+    return Row(
+        measurement=measurement,
+        value=median(samples),
+        unit="s",
+        reference=reference,
+        reference_value=median(fresh),
+        samples=samples,
+        reference_samples=fresh,
+        goal=f"ratio ≤ {ratio:.2f}" + ("" if seconds is None else f" and ≤ {seconds:.1f} s"),
+        goal_met=median(samples) <= bound,
+        details=details,
+    )
+
+
 def first_row(first: Submission, target: str, fresh: list[Submission]) -> Row:
     """The first job after ``start-cluster.sh --session`` against the fresh driver's median."""
-    fresh_samples = [s.to_job_id for s in fresh]
     where = " through flinkish web (`-m 127.0.0.1:<port>`)" if target == "web" else ""
-    return Row(
-        measurement=f"session cluster{where}: the first run -d after start-cluster.sh, until "
-        "the JobID line",
-        value=first.to_job_id,
-        unit="s",
-        reference="fresh driver: run -d until the JobID line (median)",
-        reference_value=median(fresh_samples),
-        samples=[first.to_job_id],
-        reference_samples=fresh_samples,
-        goal=f"ratio ≤ {FIRST_GOAL:.2f} and ≤ {FIRST_SECONDS:.1f} s",
-        goal_met=first.to_job_id <= min(FIRST_GOAL * median(fresh_samples), FIRST_SECONDS),
-        details={"until RUNNING, seconds": first.to_running},
+    return against_fresh(
+        f"session cluster{where}: the first run -d after start-cluster.sh, until the JobID line",
+        [first.to_job_id],
+        "fresh driver: run -d until the JobID line (median)",
+        [s.to_job_id for s in fresh],
+        FIRST_GOAL,
+        {"until RUNNING, seconds": first.to_running},
+        seconds=FIRST_SECONDS,
     )
 
 
@@ -376,17 +398,13 @@ def detached_rows(
         fresh_samples = [getattr(s, attribute) for s in fresh]
         session_samples = [getattr(s, attribute) for s in session]
         rows.append(
-            Row(
-                measurement=f"session cluster: run -d until {label} (median of {reps})",
-                value=median(session_samples),
-                unit="s",
-                reference=f"fresh driver: run -d until {label}",
-                reference_value=median(fresh_samples),
-                samples=session_samples,
-                reference_samples=fresh_samples,
-                goal=f"ratio ≤ {RUN_GOAL:.2f}",
-                goal_met=median(session_samples) <= RUN_GOAL * median(fresh_samples),
-                details={
+            against_fresh(
+                f"session cluster: run -d until {label} (median of {reps})",
+                session_samples,
+                f"fresh driver: run -d until {label}",
+                fresh_samples,
+                RUN_GOAL,
+                {
                     "session cluster runs, seconds": session_samples,
                     "fresh driver runs, seconds": fresh_samples,
                 },
@@ -416,24 +434,20 @@ def detached_rows(
 
 def warm_row(found: dict[str, list[Submission]], reps: int, warm: list[bool]) -> Row:
     """A job submitted through flinkish web (its warm runner) against a fresh driver."""
-    fresh = [s.to_job_id for s in found["fresh"]]
     web = [s.to_job_id for s in found["web"]]
-    return Row(
-        measurement="session cluster through flinkish web (`-m 127.0.0.1:<port>`, the warm "
-        f"runner): run -d until the JobID line (median of {reps})",
-        value=median(web),
-        unit="s",
-        reference="fresh driver: run -d until the JobID line",
-        reference_value=median(fresh),
-        samples=web,
-        reference_samples=fresh,
-        goal=f"ratio ≤ {WARM_GOAL:.2f} and ≤ {WARM_SECONDS:.1f} s",
-        goal_met=median(web) <= min(WARM_GOAL * median(fresh), WARM_SECONDS),
-        details={
+    return against_fresh(
+        "session cluster through flinkish web (`-m 127.0.0.1:<port>`, the warm runner): "
+        f"run -d until the JobID line (median of {reps})",
+        web,
+        "fresh driver: run -d until the JobID line",
+        [s.to_job_id for s in found["fresh"]],
+        WARM_GOAL,
+        {
             "runs through flinkish web, seconds": web,
             "until RUNNING, seconds": [s.to_running for s in found["web"]],
             "started in the warm runner (the job's log)": warm,
         },
+        seconds=WARM_SECONDS,
     )
 
 
@@ -450,18 +464,13 @@ def batch_rows(
     for target, label, goal in ways:
         samples = [seconds for seconds, _ in found[target]]
         made.append(
-            Row(
-                measurement=f"{label}: BATCH run of {rows:,} rows end to end "
-                f"(median of {params.batch_reps})",
-                value=median(samples),
-                unit="s",
-                reference="fresh driver: the same BATCH run",
-                reference_value=median(fresh),
-                samples=samples,
-                reference_samples=fresh,
-                goal=f"ratio ≤ {goal:.2f}",
-                goal_met=median(samples) <= goal * median(fresh),
-                details={
+            against_fresh(
+                f"{label}: BATCH run of {rows:,} rows end to end (median of {params.batch_reps})",
+                samples,
+                "fresh driver: the same BATCH run",
+                fresh,
+                goal,
+                {
                     f"{label} runs, seconds": samples,
                     "fresh driver runs, seconds": fresh,
                     "fresh driver's processes still exiting after the CLI returned, seconds": [
