@@ -249,7 +249,12 @@ def take_savepoint(
         entries: list[FileEntry] = []
         for index, snapshot in enumerate(snapshots):
             snapshot = snapshots[index] = copy_snapshot(
-                source, _chooser(source, snapshot), target, join(path, snapshot.name), snapshot
+                source,
+                _chooser(source, snapshot),
+                target,
+                join(path, snapshot.name),
+                snapshot,
+                what=f"Savepoint {path}",
             )
             try:
                 entries += checksum_files(
@@ -293,9 +298,12 @@ def copy_snapshot(
     target: Storage,
     dest: str,
     snapshot: QuerySnapshot | None = None,
+    what: str = "Copy",
 ) -> QuerySnapshot:
     """Copy the files of a running query's ``snapshot`` (else ``choose()``'s) into ``dest``;
-    the snapshot as copied.
+    the snapshot as copied. The copy's figures are logged as ``<what>: query '<name>':
+    <CopyStats>`` (a savepoint's ``what`` is ``Savepoint <its path>``: scripts and the
+    benchmark read that line).
 
     The query runs on meanwhile, and Spark deletes its old log entries and state versions:
     an old log entry gone before its copy is left out, with its checksum file; any other file
@@ -334,7 +342,7 @@ def copy_snapshot(
             snapshot = choose()
             attempt += 1
             continue
-        log.info("%s: query '%s': %s", dest, snapshot.name, stats)
+        log.info("%s: query '%s': %s", what, snapshot.name, stats)
         snapshot, orphans = snapshot.without(stats.vanished)
         for name in orphans:
             target.delete(join(dest, name))

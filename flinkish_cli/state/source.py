@@ -362,7 +362,7 @@ def _copy_query(storage: Storage, directory: str, name: str, copy: str) -> Query
 
     local = LocalStorage(os.path.dirname(copy))
     try:
-        snapshot = copy_snapshot(storage, choose, local, copy)
+        snapshot = copy_snapshot(storage, choose, local, copy, what=f"State read of {directory}")
     except SavepointError as error:  # a damaged checkpoint, or one that ran past its copy
         shutil.rmtree(copy, ignore_errors=True)
         hint = " ".join(part for part in (error.hint, f"{NOTHING_READ}.") if part)

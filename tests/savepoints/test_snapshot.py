@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,13 +78,20 @@ def test_the_last_committed_batch_is_the_newest_commit_log_entry(tmp_path: Path)
     assert last_committed_batch(storage, str(empty)) is None
 
 
-def test_savepoint_is_hard_linked_verified_and_disposable(tmp_path: Path) -> None:
+def test_savepoint_is_hard_linked_verified_and_disposable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     query = fake_checkpoint(tmp_path / "job" / "q", committed=2, planned=False)
     storage = open_storage(str(tmp_path))
-    path = take_savepoint(
-        storage, {"q": str(query)}, storage, str(tmp_path / "sp"), "ab" * 16, "job", "4.3.0"
-    )
+    with caplog.at_level(logging.INFO, logger="flinkish"):
+        path = take_savepoint(
+            storage, {"q": str(query)}, storage, str(tmp_path / "sp"), "ab" * 16, "job", "4.3.0"
+        )
     assert is_savepoint_name(Path(path).name)
+    # the job's log names the savepoint and says how its files travelled
+    copied = [r.getMessage() for r in caplog.records if ": query 'q': " in r.getMessage()]
+    assert len(copied) == 1 and copied[0].startswith(f"Savepoint {path}: query 'q': "), copied
+    assert "hard-linked)" in copied[0]
     linked = Path(path) / "q" / "state" / "0" / "0" / "1.zip"
     assert linked.stat().st_ino == (query / "state" / "0" / "0" / "1.zip").stat().st_ino
     manifest = read_savepoint(storage, path)
