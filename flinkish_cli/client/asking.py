@@ -148,16 +148,17 @@ def ask(
     The request expires when this gives up. On a time-out, Ctrl-C (KeyboardInterrupt) or
     SIGTERM the request is withdrawn; the error says whether the job had already started it.
     ``channel`` (the registry's control channel when None) carries it; ``pause`` is the time
-    between looks for the answer (half the driver's poll interval when None).
+    between looks for the answer (:func:`~flinkish_cli.registry.control.answer_poll_interval`
+    when None).
     """
     from flinkish_cli.registry.protocol import to_request
 
     if channel is None:
-        from flinkish_cli.registry.control import ControlChannel, poll_interval
+        from flinkish_cli.registry.control import ControlChannel, answer_poll_interval
 
         assert isinstance(registry, JobRegistry)
         channel = ControlChannel(registry, job_id)
-        pause = poll_interval(registry.storage) / 2 if pause is None else pause
+        pause = answer_poll_interval(registry.storage) if pause is None else pause
     request = to_request(command)
     what = _what(request.action)
     request.expires = time.time() + timeout

@@ -235,9 +235,9 @@ class JobClient(JobClientBase):
 
     def _pause(self) -> float:
         """Seconds between looks for a request's answer."""
-        from flinkish_cli.registry.control import poll_interval
+        from flinkish_cli.registry.control import answer_poll_interval
 
-        return poll_interval(self.registry.storage) / 2
+        return answer_poll_interval(self.registry.storage)
 
     def _end_pause(self) -> float:
         """Seconds between looks for a job's end."""
