@@ -361,8 +361,9 @@ class JobRegistry:
     ) -> dict[str, _Read]:
         """The kept statuses of ``ids`` that the status index ``listed`` says are still
         their files."""
-        if self.cache is None or listed is None:
+        if listed is None:
             return {}
+        assert self.cache is not None  # no index is listed without one
         current = {}
         for job_id in ids:
             kept = self.cache.get(self.status_path(job_id))
@@ -445,17 +446,10 @@ def _finite(value: object) -> bool:
 def registry_identity(config: Configuration) -> RegistryIdentity:
     """``registry_for(config).identity()`` without opening the storage: a command that asks a
     REST endpoint which registry it serves loads no storage backend."""
-    from flinkish_cli.storage.settings import StorageSettings
-    from flinkish_cli.storage.uri import S3_SCHEMES, check_uri, location
+    from flinkish_cli.storage import location_for_config
 
     root = str(config.get("execution.checkpointing.dir")).rstrip("/")
-    endpoint = None
-    if check_uri(root) in S3_SCHEMES:
-        from flinkish_cli.storage.s3_client import endpoint_url
-
-        flat = config.to_flat(include_secrets=True)
-        endpoint = endpoint_url(StorageSettings.from_flink(flat).s3_endpoint)
-    return RegistryIdentity.of(location(root, endpoint))
+    return RegistryIdentity.of(location_for_config(root, config))
 
 
 def registry_for(config: Configuration, keep_reads: bool = False) -> JobRegistry:

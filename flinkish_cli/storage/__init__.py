@@ -91,6 +91,23 @@ def open_for_config(path: str, config: Any) -> Storage:
 
     ``config`` is a :class:`flinkish_cli.config.Configuration` (anything with ``to_flat``).
     """
+    return open_storage(path, _settings_for(config))
+
+
+def location_for_config(path: str, config: Any) -> str:
+    """``open_for_config(path, config).location(path)`` without opening the storage (no
+    backend imported): its URI checked, and on S3 the endpoint ``config`` names."""
+    from flinkish_cli.storage.uri import location
+
+    endpoint = None
+    if check_uri(path) in S3_SCHEMES:
+        from flinkish_cli.storage.s3_client import endpoint_url
+
+        endpoint = endpoint_url(_settings_for(config).s3_endpoint)
+    return location(path, endpoint)
+
+
+def _settings_for(config: Any) -> StorageSettings:
     from flinkish_cli.storage.settings import StorageSettings
 
-    return open_storage(path, StorageSettings.from_flink(config.to_flat(include_secrets=True)))
+    return StorageSettings.from_flink(config.to_flat(include_secrets=True))
