@@ -34,7 +34,7 @@ from flinkish_cli.client.base import (
     resolve_local,
     savepoint_target,
 )
-from flinkish_cli.errors import FlinkishError
+from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.registry.control import DETACHED_TTL, ControlResponse
 from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
@@ -58,6 +58,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from flinkish_cli.client.state_reads import StateReads
+    from flinkish_cli.client.upgrade import Upgrade
+    from flinkish_cli.client.upgrade_outcome import (
+        UpgradeOutcome,
+        UpgradePresenter,
+        UpgradeRequest,
+    )
     from flinkish_cli.registry.graph import JobGraph
     from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
@@ -135,6 +141,18 @@ class JobClient(JobClientBase):
 
         return submit_and_follow(request, self.config, presenter)
 
+    def upgrade(self, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
+        """Upgrade a job (``flinkish upgrade``, :mod:`.upgrade`): here, or in the flinkish
+        web ``-m`` names when it takes programs, as :meth:`submit` runs a job there."""
+        from flinkish_cli.client.connect import submission_client
+
+        remote = submission_client(self.config, request.program)
+        if remote is not None:
+            return remote.upgrade(request, presenter)
+        from flinkish_cli.client.upgrade import Upgrade
+
+        return Upgrade(self, request, presenter).run()
+
     def upload_program(self, archive: bytes, upload_dir: str) -> str:
         """``flinkish web``: keep an uploaded program's zip under ``upload_dir``; its id."""
         from pathlib import Path
@@ -168,6 +186,44 @@ class JobClient(JobClientBase):
         run = upload.UploadedRun.from_json(body)
         found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
         return upload.start_uploaded(found, run, session_cluster, self.warm)
+
+    def upgrade_upload(
+        self,
+        upload_dir: str,
+        upload_id: str,
+        body: Any,
+        session_cluster: str,
+        presenter: UpgradePresenter,
+    ) -> Upgrade:
+        """``flinkish web``: an upgrade whose new program was uploaded, checked as a request
+        and ready to :meth:`~flinkish_cli.client.upgrade.Upgrade.run`: with the
+        configuration its request carries (never the server's), acting on this registry
+        only, its programs started as submitted ones are (their own environment, the warm
+        runner). What the user sees goes through ``presenter``."""
+        from pathlib import Path
+
+        from flinkish_cli.client.upgrade import Launching, Upgrade
+        from flinkish_cli.client.upgrade_outcome import UpgradeRequest
+        from flinkish_cli.config.model import Configuration
+        from flinkish_cli.registry.store import registry_identity
+        from flinkish_cli.submission import upload
+
+        found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
+        run = upload.UploadedRun.from_json(body.get("run") if isinstance(body, dict) else None)
+        request = UpgradeRequest.from_json(
+            body, lambda _run: upload.run_request(found, run, session_cluster)
+        )
+        config = Configuration.from_flat(run.configuration)
+        config = config.with_overrides(request.program.config_flags())
+        ours, theirs = self.identity(), registry_identity(config)
+        if theirs.id != ours.id:
+            raise JobError(
+                f"This flinkish web serves the registry {ours.location}, not the upgrade's "
+                f"{theirs.location} (execution.checkpointing.dir).",
+                "Send the upgrade to the flinkish web of its registry.",
+            )
+        launching = Launching(upload.job_environment(), self.warm, run.origin)
+        return Upgrade(JobClient(config), request, presenter, launching)
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting

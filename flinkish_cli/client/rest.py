@@ -26,10 +26,13 @@ drives its cluster through the JobManager's REST API. It never imports the stora
   storage.
 - **Programs** (``run -m host:port`` when the endpoint takes them: ``web.submit.enable``)
   are uploaded and started there (:meth:`RestJobClient.submit`,
-  :mod:`flinkish_cli.submission.upload`), then followed through the endpoint.
+  :mod:`flinkish_cli.submission.upload`), then followed through the endpoint; an
+  ``upgrade``'s new program is uploaded likewise and the server carries the whole upgrade
+  out (:meth:`RestJobClient.upgrade`).
 - **What stays on this machine**: ``info <job.py>`` (Spark's plans, a local session),
-  ``savepoint info <path>`` (the savepoint's files, read with this configuration) and
-  ``run`` to an endpoint that takes no programs (its own ``-m`` handling).
+  ``savepoint info <path>`` (the savepoint's files, read with this configuration), and
+  ``run`` and ``upgrade`` to an endpoint that takes no programs (``run``'s own ``-m``
+  handling: the program runs from this machine on the endpoint's session cluster).
 
 Only the standard library's ``http.client``: the CLI starts fast and imports no web
 framework. One keep-alive connection per command (a log followed has its own). What only
@@ -54,6 +57,7 @@ from flinkish_cli.client.asking import require_running, wait_until_ended
 from flinkish_cli.client.base import JobClientBase, resolve_local, savepoint_target
 from flinkish_cli.client.wire import (
     ERROR_HEADER,
+    HEARTBEAT_SECONDS,
     LAST_SAVEPOINTS,
     REGISTRY_JOBS,
     REGISTRY_SAVEPOINTS,
@@ -62,7 +66,9 @@ from flinkish_cli.client.wire import (
     control_path,
     error_from_header,
     job_path,
+    read_event,
     run_path,
+    upgrade_path,
 )
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError
 from flinkish_cli.registry.jobid import parse_job_id
@@ -70,9 +76,15 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
 
 if TYPE_CHECKING:
+    from flinkish_cli.client.upgrade_outcome import (
+        UpgradeOutcome,
+        UpgradePresenter,
+        UpgradeRequest,
+    )
     from flinkish_cli.registry.control import ControlRequest, ControlResponse
     from flinkish_cli.registry.history import SavepointRecord
     from flinkish_cli.registry.rescales import RescaleHistory
+    from flinkish_cli.submission.upload import UploadedRun
 
 #: Seconds between looks for an answer (a job's status, a request's response): each is one
 #: small GET to the server, which revalidates with the storage.
@@ -209,17 +221,22 @@ class Endpoint:
             "Is it the same flinkish version as this CLI?",
         )
 
-    def stream(self, path: str, timeout: float | None) -> Iterator[bytes]:
-        """The body of a GET as it arrives, on a connection of its own (a log followed)."""
+    def stream(
+        self, path: str, timeout: float | None, method: str = "GET", body: Any = None
+    ) -> Iterator[bytes]:
+        """The body of an answer as it arrives, on a connection of its own (a log followed,
+        an upgrade's events); ``timeout`` bounds each wait for more."""
         connection = self._connect(timeout)
+        data = None if body is None else json.dumps(body).encode()
+        accept = {"Accept": "text/plain" if body is None else "application/x-ndjson"}
         try:
-            connection.request("GET", path, headers=self.headers({"Accept": "text/plain"}))
+            connection.request(method, path, body=data, headers=self.headers(accept))
             response = connection.getresponse()
             if response.status != 200:
                 reply = Reply(response.status, response.headers, response.read())
                 raise reply.error() or JobError(
-                    f"flinkish web at {self.address} answered GET {path.split('?')[0]} with "
-                    f"HTTP {reply.status}: {reply.messages()}"
+                    f"flinkish web at {self.address} answered {method} {path.split('?')[0]} "
+                    f"with HTTP {reply.status}: {reply.messages()}"
                 )
             while chunk := response.read1(65536):
                 yield chunk
@@ -582,6 +599,18 @@ class RestJobClient(JobClientBase):
     def start_program(self, request: Any) -> str:
         """Upload the job's code and start it there (``flinkish run``'s request, with this
         configuration); its JobID. The server answers once the job's supervisor runs."""
+        upload_id, run = self._upload(request)
+        path = run_path(upload_id)
+        answer = self.endpoint.json("POST", path, body=run.to_json(), timeout=SLACK_SECONDS * 4)
+        job_id = answer.get("jobid") if isinstance(answer, dict) else None
+        if not isinstance(job_id, str):
+            raise self.endpoint.not_understood(path, "it names no job")
+        return job_id
+
+    def _upload(self, request: Any) -> tuple[str, UploadedRun]:
+        """Upload the program of ``request`` (a run request); the upload's id and the run
+        request that starts it there, with this configuration (its secrets included: the
+        job runs with them, as it would from here)."""
         import base64
         from pathlib import Path
 
@@ -593,28 +622,53 @@ class RestJobClient(JobClientBase):
         upload_id = answer.get("filename") if isinstance(answer, dict) else None
         if not isinstance(upload_id, str):
             raise self.endpoint.not_understood(UPLOAD_PATH, "it names no upload")
-        run = UploadedRun(
+        given = request.from_savepoint
+        return upload_id, UploadedRun(
             entry=entry,
             args=list(request.args),
             configuration=self.config.to_flat(include_secrets=True),
             detached=request.detached,
             parallelism=request.parallelism,
-            from_savepoint=resolve_local(request.from_savepoint)
-            if request.from_savepoint
-            else None,
+            from_savepoint=resolve_local(given) if given else None,
             allow_non_restored_state=request.allow_non_restored_state,
             claim_mode=request.claim_mode,
-            upgraded_from=request.upgraded_from,
-            rolled_back=request.rolled_back,
             origin=str(Path(request.script).resolve()),
-            leave_out=request.leave_out,
         )
-        path = run_path(upload_id)
-        answer = self.endpoint.json("POST", path, body=run.to_json(), timeout=SLACK_SECONDS * 4)
-        job_id = answer.get("jobid") if isinstance(answer, dict) else None
-        if not isinstance(job_id, str):
-            raise self.endpoint.not_understood(path, "it names no job")
-        return job_id
+
+    def upgrade(self, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
+        """``upgrade -m host:port`` where flinkish web takes programs: upload the new program
+        and have the server carry the upgrade out (its job client runs
+        :class:`~flinkish_cli.client.upgrade.Upgrade`, with this configuration); what it
+        shows comes back as it happens (:mod:`.wire`'s events), so the same lines and exit
+        statuses as an upgrade from here. A CLI that goes away (Ctrl-C) stops following;
+        the upgrade goes on to its end there."""
+        from flinkish_cli.client.upgrade_outcome import UpgradeOutcome
+
+        upload_id, run = self._upload(request.program)
+        path = upgrade_path(upload_id)
+        body = request.to_json(run.to_json())
+        pending = b""
+        for chunk in self.endpoint.stream(path, HEARTBEAT_SECONDS * 6, "POST", body):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                try:
+                    found = read_event(line)
+                except ValueError:
+                    raise self.endpoint.not_understood(path, "not an upgrade's events") from None
+                if found is None:
+                    continue
+                kind, value = found
+                if kind == "outcome":
+                    try:
+                        return UpgradeOutcome.from_json(value)
+                    except (ValueError, TypeError) as error:
+                        raise self.endpoint.not_understood(path, str(error)) from None
+                if kind == "error":
+                    raise error_from_header(value) or self.endpoint.not_understood(
+                        path, "an error flinkish cannot read"
+                    )
+                getattr(presenter, kind)(str(value))
+        raise self.endpoint.gone(ConnectionError("it ended the upgrade's answer before its end"))
 
     def _until_running(self, job_id: str, timeout: float = 300.0) -> JobStatus:
         deadline = time.monotonic() + timeout
@@ -649,7 +703,9 @@ class RestJobClient(JobClientBase):
         previous = {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
         status: JobStatus | None = None
         try:
-            for update in follow(self.jobs, job_id, None, POLL_SECONDS * 4):  # type: ignore[arg-type]
+            # a look is one small GET to the warm server: brisk while a short job may end
+            updates = follow(self.jobs, job_id, None, POLL_SECONDS * 4, POLL_SECONDS)  # type: ignore[arg-type]
+            for update in updates:
                 presenter.update(update)
                 status = update.status
         finally:

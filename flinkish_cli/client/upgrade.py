@@ -17,11 +17,7 @@ program does not become stable (the Flink Kubernetes Operator's upgrade, without
    says so, and says so. ``last-state`` cancels the job (if it still runs) and starts from its
    retained checkpoints; ``stateless`` cancels it and starts empty.
 3. **Start** the new program (a new JobID, linked both ways: ``upgraded_from`` and
-   ``upgraded_to``), with ``run``'s options; with ``-m host:port`` naming a ``flinkish web``
-   that takes programs (``web.submit.enable``), the program (and a rollback's previous
-   one) is uploaded and started there, as ``run`` does
-   (:meth:`~flinkish_cli.client.rest.RestJobClient.start_program`); the old job's state and
-   the new job's stability are still read in the registry in storage.
+   ``upgraded_to``), with ``run``'s options.
 4. **Wait for stability** for ``flinkish.upgrade.readiness.timeout``: the job is RUNNING, its
    program reached its first wait (its queries are all started, as Flink's ``execute()``),
    and every query reported progress in this job (committed a batch, or found no input to
@@ -37,6 +33,14 @@ beyond the state it started from. A new program that fails, or never becomes sta
 committing output is not rolled back: it is left to its restart strategy (as with
 ``--no-rollback``), and the outcome says why. Exactly once holds either way: for state, and
 for Spark's file sink, whose own log keeps a replayed batch from being written twice.
+
+**Where it runs.** In the process that asks, acting on the registry in storage; or, with
+``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``), in
+that server: the CLI uploads the new program and sends the request
+(:meth:`~flinkish_cli.client.rest.RestJobClient.upgrade`), the server's job client runs this
+same class with the request's configuration (:meth:`~flinkish_cli.client.jobs.JobClient.
+upgrade_upload`), its programs started as submitted programs are (:class:`Launching`: their
+own environment, the warm runner), and what the user sees comes back as it happens.
 
 The modules around it: :mod:`.upgrade_outcome` (the request, the presenter, the outcome and
 its final line), :mod:`.upgrade_checks` (step 1's checks of the old job),
@@ -69,6 +73,7 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.spark.failures import headline
 
 if TYPE_CHECKING:
+    from flinkish_cli.runtime.warm import WarmRunner
     from flinkish_cli.submission.launcher import Launched
     from flinkish_cli.submission.submit import RunRequest
 
@@ -76,26 +81,53 @@ if TYPE_CHECKING:
 POLL_SECONDS = 0.5
 
 
+@dataclass(frozen=True)
+class Launching:
+    """How the upgrade starts programs on this machine. The default: as ``run`` does, in
+    this process's environment. ``flinkish web``'s: as a submitted program starts
+    (:func:`~flinkish_cli.submission.upload.start_prepared`), in ``environment`` (none of
+    the server's secrets; the state check's planning process too), in the spare of
+    ``warm``, the new program shown as ``origin`` (its path on the user's machine, not the
+    upload's copy)."""
+
+    environment: dict[str, str] | None = None
+    warm: WarmRunner | None = None
+    origin: str | None = None
+
+    def start(self, prepared: Any) -> Launched:
+        from flinkish_cli.submission import submit, upload
+
+        if self.environment is None:
+            return submit.start(prepared)
+        return upload.start_prepared(prepared, self.environment, self.warm)
+
+
 class Upgrade:
     """One upgrade of one job, step by step (see the module's docstring), acting on the jobs
     through ``client``: ``Upgrade(client, request, presenter).run()``."""
 
     def __init__(
-        self, client: JobClient, request: UpgradeRequest, presenter: UpgradePresenter
+        self,
+        client: JobClient,
+        request: UpgradeRequest,
+        presenter: UpgradePresenter,
+        launching: Launching | None = None,
     ) -> None:
         self.client = client
         self.config = client.config
         self.registry = client.registry
         self.request = request
         self.presenter = presenter
+        self.launching = launching or Launching()
         self.mode = request.mode
         #: what the new program's restore leaves out (-n), as the state check found
         self.leave_out: dict[str, list[int]] = {}
+        program = request.program
         self.outcome = UpgradeOutcome(
             Result.FAILED,
             parse_job_id(request.job_id),
             request.mode,
-            program=str(request.program.script or request.program.module),
+            program=self.launching.origin or str(program.script or program.module),
         )
 
     # -- 1. checks -------------------------------------------------------------------------
@@ -143,6 +175,7 @@ class Upgrade:
             self.presenter.notice,
             f"Cannot upgrade job {job}: the new program",
             untouched,
+            environment=self.launching.environment,
         )
         return verdict.leave_out
 
@@ -265,9 +298,8 @@ class Upgrade:
         rolled_back: bool = False,
         shown: str = "",
     ) -> _Started:
-        """Start the new (or the previous) program from ``source``: uploaded to the endpoint
-        ``-m`` names when it takes programs (``web.submit.enable``), else from here."""
-        from flinkish_cli.client.connect import submission_client
+        """Start the new (or the previous) program from ``source``, as :attr:`launching`
+        says."""
         from flinkish_cli.submission import submit
         from flinkish_cli.submission.run import restore_plan
 
@@ -282,17 +314,12 @@ class Upgrade:
             # restores what the previous program had
             leave_out={} if rolled_back else self.leave_out,
         )
-        remote = submission_client(config, request)
-        if remote is not None:
-            job_id = remote.start_program(request)
-            self.presenter.submitted(job_id)
-            status = self.registry.find(job_id)
-            log_path = (status.log_path if status is not None else None) or ""
-            return _Started(job_id, self.registry.job_dir(job_id), log_path, None)
         prepared = submit.prepare(request, config, restore_plan(request, config))
-        if rolled_back:  # the program is still the one the user deployed, not our copy
-            prepared.program.origin = shown
-        launched = submit.start(prepared)
+        # the program as the user deployed it, not our copy (a rollback's, an upload's)
+        origin = shown if rolled_back else self.launching.origin
+        if origin:
+            prepared.program.origin = origin
+        launched = self.launching.start(prepared)
         self.presenter.submitted(prepared.plan.job_id)
         return _Started(
             prepared.plan.job_id, prepared.plan.job_dir, str(prepared.log_path), launched
@@ -332,10 +359,7 @@ class Upgrade:
         outcome.rollback_job_id = started.job_id
         status_writer.link_upgrade(self.registry, failed, started.job_id)
         try:
-            if started.process is not None:
-                status = launcher.wait_until_running(self.registry, started.job_id, started.process)
-            else:
-                status = _until_running(self.registry, started.job_id)
+            status = launcher.wait_until_running(self.registry, started.job_id, started.process)
         except JobError as error:
             outcome.reason = f"{outcome.reason}, and the rollback job did not run: {error.message}"
             outcome.result = Result.FAILED
@@ -351,31 +375,19 @@ class Upgrade:
 # -- helpers --------------------------------------------------------------------------------
 @dataclass
 class _Started:
-    """A job the upgrade started: its supervisor's process when it started here (None when
-    the endpoint started it: its registry status then tells whether it ended)."""
+    """A job the upgrade started, with its supervisor's process."""
 
     job_id: str
     job_dir: str
     log_path: str
-    process: Launched | None
+    process: Launched
 
     def exited(self) -> bool:
-        return self.process is not None and self.process.process.poll() is not None
-
-
-def _until_running(registry: Any, job_id: str, timeout: float = 300.0) -> JobStatus:
-    """A job started elsewhere, until it runs or has ended (its status in the registry)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = registry.find(job_id)
-        if status is not None and (status.state is JobState.RUNNING or status.state.is_terminal):
-            return status
-        time.sleep(0.2)
-    raise JobError(f"Job {job_id} did not reach RUNNING within {timeout:.0f} s.")
+        return self.process.process.poll() is not None
 
 
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
 
 
-__all__ = ["POLL_SECONDS", "Upgrade"]
+__all__ = ["POLL_SECONDS", "Launching", "Upgrade"]

@@ -5,13 +5,21 @@
 passes in, and the :class:`UpgradeOutcome`: a :class:`Result` with the final line for scripts
 (:attr:`UpgradeOutcome.line`) and the document for ``--output json``
 (:meth:`UpgradeOutcome.summary`). The upgrade itself is :mod:`flinkish_cli.client.upgrade`.
+
+Through ``flinkish web`` the request travels as the body of ``/flinkish/jars/:id/upgrade``
+(:meth:`UpgradeRequest.to_json`, the new program as the upload's run request) and the
+outcome comes back whole (:meth:`UpgradeOutcome.to_json`); both are checked on arrival.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
+
+from flinkish_cli.errors import UsageError
+from flinkish_cli.registry.jobid import parse_job_id
 
 if TYPE_CHECKING:
     from flinkish_cli.submission.submit import RunRequest
@@ -43,6 +51,39 @@ class UpgradeRequest:
     mode: UpgradeMode = UpgradeMode.SAVEPOINT
     savepoint_dir: str | None = None  # --savepointPath (else the configured directory)
     rollback: bool = True  # --no-rollback: False
+
+    def to_json(self, run: dict[str, Any]) -> dict[str, Any]:
+        """The request as flinkish web's upgrade route takes it; ``run`` is the new
+        program's run request (:class:`~flinkish_cli.submission.upload.UploadedRun`'s)."""
+        return {
+            "jobId": self.job_id,
+            "upgradeMode": self.mode.value,
+            "savepointPath": self.savepoint_dir,
+            "rollback": self.rollback,
+            "run": run,
+        }
+
+    @classmethod
+    def from_json(cls, body: Any, program: Callable[[Any], RunRequest]) -> UpgradeRequest:
+        """The route's body, checked (:class:`UsageError` naming what is wrong); ``program``
+        makes the new program's request of the body's ``run``."""
+        if not isinstance(body, dict):
+            raise UsageError("The upgrade request is not a JSON object.")
+        job_id, mode = body.get("jobId"), body.get("upgradeMode", "savepoint")
+        if not isinstance(job_id, str):
+            raise UsageError("The upgrade request names no job (jobId).")
+        modes = [m.value for m in UpgradeMode]
+        if mode not in modes:
+            raise UsageError(f"upgradeMode must be one of {', '.join(modes)}.")
+        target = body.get("savepointPath")
+        if target is not None and not isinstance(target, str):
+            raise UsageError("savepointPath must be a string.")
+        rollback = body.get("rollback", True)
+        if not isinstance(rollback, bool):
+            raise UsageError("rollback must be true or false.")
+        return cls(
+            parse_job_id(job_id), program(body.get("run")), UpgradeMode(mode), target, rollback
+        )
 
 
 @dataclass
@@ -99,6 +140,27 @@ class UpgradeOutcome:
             "previous-program": self.previous_program or None,
             "notes": list(self.notes),
         }
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole outcome (what flinkish web sends back to the CLI that asked)."""
+        return {**asdict(self), "result": self.result.value, "mode": self.mode.value}
+
+    @classmethod
+    def from_json(cls, document: Any) -> UpgradeOutcome:
+        """:meth:`to_json`'s document; ValueError (or TypeError) when it is not one."""
+        if not isinstance(document, dict):
+            raise ValueError("the outcome is not a JSON object")
+        names = {f.name for f in fields(cls)}
+        outcome = cls(
+            **{k: v for k, v in document.items() if k in names},
+        )
+        outcome.result, outcome.mode = Result(outcome.result), UpgradeMode(outcome.mode)
+        for name in ("job_id", "program", "previous_program", "new_job_dir"):
+            if not isinstance(getattr(outcome, name), str):
+                raise ValueError(f"{name} is not a string")
+        if not isinstance(outcome.notes, list):
+            raise ValueError("notes is not a list")
+        return outcome
 
 
 class UpgradePresenter(Protocol):

@@ -24,6 +24,13 @@ under ``/flinkish/registry/`` (never a path of Flink's):
   it (Flink's ``JarRunRequestBody`` fields, flinkish's meaning:
   :class:`~flinkish_cli.submission.upload.UploadedRun`) and answers Flink's ``{"jobid":
   ...}``. Both only with ``web.submit.enable``.
+- ``POST /flinkish/jars/:id/upgrade`` carries out ``flinkish upgrade`` on the server with
+  the uploaded program (:meth:`~flinkish_cli.client.upgrade_outcome.UpgradeRequest.to_json`)
+  and answers, as it goes, with events (:func:`event`, one JSON object a line):
+  ``savepoint``, ``submitted`` and ``notice`` (what the CLI shows while the upgrade goes
+  on), then ``outcome`` (the whole outcome) or ``error`` (the job client's error, as the
+  header holds one). An empty line every :data:`HEARTBEAT_SECONDS` says the server is
+  still at it. Only with ``web.submit.enable``, as the upload.
 
 Headers:
 
@@ -54,9 +61,37 @@ LAST_SAVEPOINTS = "/flinkish/registry/last-savepoints"
 UPLOAD_PATH = "/flinkish/jars/upload"
 
 
+#: How often an upgrade's answer says its server is still at it (an empty line).
+HEARTBEAT_SECONDS = 5.0
+#: The events of an upgrade's answer (see the module's description).
+EVENTS = ("savepoint", "submitted", "notice", "outcome", "error")
+
+
 def run_path(upload_id: str) -> str:
     """``/flinkish/jars/<upload id>/run``."""
     return f"/flinkish/jars/{upload_id}/run"
+
+
+def upgrade_path(upload_id: str) -> str:
+    """``/flinkish/jars/<upload id>/upgrade``."""
+    return f"/flinkish/jars/{upload_id}/upgrade"
+
+
+def event(kind: str, value: Any) -> bytes:
+    """One event of an upgrade's answer, as its line."""
+    assert kind in EVENTS, kind
+    return json.dumps({"event": kind, "value": value}, separators=(",", ":")).encode() + b"\n"
+
+
+def read_event(line: bytes) -> tuple[str, Any] | None:
+    """An event's kind and value; None for a heartbeat; ValueError for a line that is
+    neither."""
+    if not line.strip():
+        return None
+    document = json.loads(line)
+    if not isinstance(document, dict) or document.get("event") not in EVENTS:
+        raise ValueError("not an upgrade event")
+    return document["event"], document.get("value")
 
 
 def job_path(job_id: str, *parts: str) -> str:

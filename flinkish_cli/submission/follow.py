@@ -18,6 +18,9 @@ from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.submission.launcher import Launched, tail_cause
 
 POLL_SECONDS = 0.5
+#: How long a follower given a ``brisk`` interval looks that often, before ``poll``: a short
+#: job's end is seen sooner, and a long one costs no more than before.
+BRISK_SECONDS = 30.0
 
 
 @dataclass
@@ -29,10 +32,16 @@ class Update:
 
 
 def follow(
-    registry: JobRegistry, job_id: str, launched: Launched | None, poll: float = POLL_SECONDS
+    registry: JobRegistry,
+    job_id: str,
+    launched: Launched | None,
+    poll: float = POLL_SECONDS,
+    brisk: float | None = None,
 ) -> Iterator[Update]:
-    """Yield updates until the job is in a terminal state (or its driver is gone)."""
+    """Yield updates until the job is in a terminal state (or its driver is gone), looking
+    every ``poll`` seconds (every ``brisk`` seconds for the first :data:`BRISK_SECONDS`)."""
     seen: dict[str, int] = {}
+    brisk_until = time.monotonic() + BRISK_SECONDS
     while True:
         status = registry.find(job_id)
         exited = launched is not None and launched.process.poll() is not None
@@ -57,7 +66,7 @@ def follow(
                 return
             if (launched is None or exited) and status.effective_state().is_terminal:
                 return  # a driver out of sight: its heartbeat decides
-        time.sleep(poll)
+        time.sleep(brisk if brisk is not None and time.monotonic() < brisk_until else poll)
 
 
 def pass_output(stream: IO[bytes], log_path: Path, show: Callable[[str], None]) -> threading.Thread:

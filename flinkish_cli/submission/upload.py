@@ -22,9 +22,10 @@ Both sides of the exchange live here (the routes are :mod:`flinkish_cli.client.w
   (:mod:`flinkish_cli.runtime.warm`), the job otherwise the same.
 
 A ``savepointPath`` is checked against the program as ``run -s`` checks it (the state check
-of :mod:`.restore_check`, its planning process in the job's environment), unless the run
-is an upgrade's new program, which the CLI checked before it touched the old job
-(``leaveOut`` then says what the restore leaves out).
+of :mod:`.restore_check`, its planning process in the job's environment). ``upgrade``
+through the endpoint sends its new program the same way, then asks the server to carry the
+upgrade out (:mod:`flinkish_cli.client.upgrade`, on the server's machine; its programs start
+through :func:`start_prepared` as these do).
 
 Not through the endpoint (refused with the alternative): ``-pyfs``, ``-pyarch``, ``-pyreq``,
 ``-pyexec``, ``-pyclientexec``, ``-pym`` and ``-sae``. The uploaded program stays in its
@@ -42,15 +43,17 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import JobError, UsageError
-from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission import packaging
-from flinkish_cli.submission.submit import RunRequest, check_program
+from flinkish_cli.submission.submit import PreparedJob, RunRequest, check_program
+
+if TYPE_CHECKING:
+    from flinkish_cli.submission.launcher import Launched
 
 #: An upload's directory is ``<env.log.dir>/.upload-<id>``.
 UPLOAD_PREFIX = ".upload-"
@@ -86,14 +89,8 @@ class UploadedRun:
     from_savepoint: str | None = None
     allow_non_restored_state: bool = False
     claim_mode: str = "no_claim"
-    #: ``flinkish upgrade``: the job this one replaces, and whether it is a rollback
-    upgraded_from: str | None = None
-    rolled_back: bool = False
     #: the program as the user named it (what the registry's kept program shows)
     origin: str | None = None
-    #: ``upgrade``: the state check was made before the old job was touched; what the
-    #: restore leaves out (-n). None: the server checks a ``savepointPath`` itself
-    leave_out: dict[str, list[int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,10 +102,7 @@ class UploadedRun:
             "savepointPath": self.from_savepoint,
             "allowNonRestoredState": self.allow_non_restored_state,
             "claimMode": self.claim_mode,
-            "upgradedFrom": self.upgraded_from,
-            "rolledBack": self.rolled_back,
             "origin": self.origin,
-            "leaveOut": self.leave_out,
         }
 
     @classmethod
@@ -133,20 +127,6 @@ class UploadedRun:
         savepoint = body.get("savepointPath")
         if savepoint is not None and not isinstance(savepoint, str):
             raise UsageError("savepointPath must be a string.")
-        replaced = body.get("upgradedFrom")
-        if replaced is not None and not (isinstance(replaced, str) and is_job_id(replaced)):
-            raise UsageError("upgradedFrom must be a JobID.")
-        leave_out = body.get("leaveOut")
-        if leave_out is not None and not (
-            isinstance(leave_out, dict)
-            and all(
-                isinstance(query, str)
-                and isinstance(ids, list)
-                and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
-                for query, ids in leave_out.items()
-            )
-        ):
-            raise UsageError("leaveOut must map query names to lists of operator ids.")
         return cls(
             entry=entry,
             args=list(args),
@@ -156,10 +136,7 @@ class UploadedRun:
             from_savepoint=savepoint or None,
             allow_non_restored_state=bool(body.get("allowNonRestoredState")),
             claim_mode=str(body.get("claimMode") or "no_claim"),
-            upgraded_from=replaced,
-            rolled_back=bool(body.get("rolledBack")),
             origin=str(body["origin"]) if body.get("origin") else None,
-            leave_out=leave_out,
         )
 
 
@@ -209,9 +186,6 @@ def run_request(upload: Path, run: UploadedRun, session_cluster: str) -> RunRequ
         from_savepoint=run.from_savepoint,
         allow_non_restored_state=run.allow_non_restored_state,
         claim_mode=run.claim_mode,
-        upgraded_from=run.upgraded_from,
-        rolled_back=run.rolled_back,
-        leave_out=run.leave_out,
     )
 
 
@@ -284,11 +258,23 @@ def start_uploaded(
     prepared = submit.prepare(request, config, restore_plan(request, config, None, environment))
     if run.origin:  # the user's program, not the upload's copy
         prepared.program.origin = run.origin
-    submit.start(prepared, pipe_output=False, environment=environment, warm=warm)
-    job_id = prepared.plan.job_id
-    if warm is not None:  # the next spare once this job runs (its imports would slow it)
+    start_prepared(prepared, environment, warm)
+    return prepared.plan.job_id
+
+
+def start_prepared(
+    prepared: PreparedJob, environment: dict[str, str], warm: WarmRunner | None
+) -> Launched:
+    """Start a prepared job as the server starts submitted ones: in ``environment``, its
+    output to its log only, in the spare of ``warm`` when there is one (and the next spare
+    started once this job runs: its imports would slow the job's start)."""
+    from flinkish_cli.submission import submit
+
+    launched = submit.start(prepared, pipe_output=False, environment=environment, warm=warm)
+    if warm is not None:
+        job_id = prepared.plan.job_id
         warm.refill_after(lambda: _has_started(prepared.registry, job_id))
-    return job_id
+    return launched
 
 
 def _has_started(registry: JobRegistry, job_id: str) -> bool:

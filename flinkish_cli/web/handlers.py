@@ -155,6 +155,34 @@ class FlinkRestApi:
         )
         return ok({"jobid": job_id})
 
+    async def upgrade_program(self, request: Request) -> Response:
+        """``POST /flinkish/jars/:id/upgrade``: ``flinkish upgrade`` with the uploaded program,
+        carried out here (:meth:`JobClient.upgrade_upload`); its events as they happen
+        (:mod:`.upgrades`). A request that cannot be read is refused before anything starts."""
+        from starlette.concurrency import iterate_in_threadpool
+        from starlette.responses import StreamingResponse
+
+        from flinkish_cli.web.upgrades import UpgradeStream
+
+        session = self._require_submit()
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise FlinkError(400, "Request did not match expected format UpgradeRequest.") from None
+        stream = UpgradeStream()
+        upload_id = request.path_params["jarid"]
+        upgrade = await self._act(
+            lambda: self.client.upgrade_upload(
+                self.settings.upload_dir, upload_id, body, session, stream
+            ),
+            "",
+        )
+        stream.start(upgrade.run, f"upgrade of {upgrade.outcome.job_id}")
+        return StreamingResponse(
+            iterate_in_threadpool(stream.lines()), media_type="application/x-ndjson"
+        )
+
     async def dashboard_jobs(self, request: Request) -> Response:
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
         savepoints = await run_in_threadpool(self.client.last_savepoints, [s.job_id for s in jobs])
@@ -499,6 +527,7 @@ class FlinkRestApi:
             Route(CLUSTER_PATH, self.cluster, methods=["GET"]),
             Route(wire.UPLOAD_PATH, self.upload_program, methods=["POST"]),
             Route(wire.run_path("{jarid}"), self.run_program, methods=["POST"]),
+            Route(wire.upgrade_path("{jarid}"), self.upgrade_program, methods=["POST"]),
             Route("/flinkish/jobs", self.dashboard_jobs, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/series", self.dashboard_series, methods=["GET"]),
             Route("/flinkish/jobs/{jobid}/savepoints", self.dashboard_savepoints, methods=["GET"]),

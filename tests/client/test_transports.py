@@ -84,7 +84,11 @@ class World:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     env = FlinkishEnv.under(tmp_path_factory.mktemp("transports"))
     env.logs.mkdir()
-    with running_web(env) as web:
+    (env.root / "job.py").write_text("print('a new program')\n")
+    # it takes programs (an upgrade goes there), for a session cluster that is not there
+    takes_programs = ["-D", "web.submit.enable=true", "-D", "flinkish.web.submit.warm-runner=false"]
+    takes_programs += ["-D", f"flinkish.web.session-cluster=sc://127.0.0.1:{_free_port()}"]
+    with running_web(env, *takes_programs) as web:
         yield World(env, web, JobRegistry.open(str(env.checkpoints)))
 
 
@@ -202,6 +206,12 @@ TABLE = [
     Row("savepoint {job}", job="ended", code=1),
     Row("checkpoint {job}", job="ended", code=1),
     Row("logs {job}", job="ended", code=1),
+    # upgrade's refusals, before the old job is touched: the server carries it out
+    Row("upgrade {job} {dir}/job.py", job="unknown", code=1),
+    Row("upgrade {job} {dir}/job.py", job="ended", code=1),
+    Row("upgrade --output json {job} {dir}/missing.py", code=1),
+    Row("upgrade -s {dir}/sp {job} {dir}/job.py", code=1),
+    Row("upgrade not-a-jobid {dir}/job.py", job="none", code=1),
 ]
 
 

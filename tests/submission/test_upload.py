@@ -6,7 +6,9 @@ cluster (the ``connect_server`` fixture, a real Spark Connect server) with a ``f
 of this test's registry in front of it runs the submitted jobs: ``run -d`` prints Flink's line
 from a CLI process that imports neither pyspark nor pandas, the job starts in the server's
 warm runner (and so does the next, in the spare that replaced it), the program does not see
-the server's secret environment, and an attached BATCH run ends as a session-cluster run does.
+the server's secret environment, an upgrade is carried out by the server (and a failing new
+program rolled back there) for a CLI that touches no storage, and an attached BATCH run ends
+as a session-cluster run does.
 """
 
 from __future__ import annotations
@@ -44,12 +46,26 @@ query.awaitTermination()
 print("count", spark.range(7).count())
 """
 
+#: A program that starts its query, then fails in its first batch.
+FAILING = """
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+
+
+def fail(batch, batch_id):
+    raise RuntimeError("the new program fails")
+
+
+rows = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+rows.writeStream.foreachBatch(fail).queryName("rate").start().awaitTermination()
+"""
+
 
 # -- without Spark ---------------------------------------------------------------------------
 def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
     run = upload.UploadedRun("job.py", ["--x", "1"], {"parallelism.default": "2"}, True, 3)
-    run.upgraded_from, run.origin = "0" * 32, "/home/me/job.py"
-    run.leave_out = {"counts": [1, 2]}
+    run.origin = "/home/me/job.py"
     assert upload.UploadedRun.from_json(json.loads(json.dumps(run.to_json()))) == run
     for body, word in (
         ([], "not a JSON object"),
@@ -57,9 +73,7 @@ def test_the_run_request_round_trips_and_refuses_bad_fields() -> None:
         ({"entryClass": "j.py", "programArgsList": [1]}, "programArgsList"),
         ({"entryClass": "j.py", "flinkConfiguration": {"a": 1}}, "flinkConfiguration"),
         ({"entryClass": "j.py", "parallelism": 0}, "parallelism"),
-        ({"entryClass": "j.py", "upgradedFrom": "../x"}, "upgradedFrom"),
-        ({"entryClass": "j.py", "leaveOut": {"q": [-1]}}, "leaveOut"),
-        ({"entryClass": "j.py", "leaveOut": ["q"]}, "leaveOut"),
+        ({"entryClass": "j.py", "savepointPath": 3}, "savepointPath"),
     ):
         with pytest.raises(UsageError, match=word):
             upload.UploadedRun.from_json(body)
@@ -131,12 +145,8 @@ def _importtime(env: FlinkishEnv, *args: str) -> tuple[subprocess.CompletedProce
         [sys.executable, "-X", "importtime", "-m", "flinkish_cli", *args],
         env=env.environ(), cwd=env.root, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    imported = {
-        line.split("|")[-1].strip().split(".")[0]
-        for line in result.stderr.splitlines()
-        if "|" in line
-    }
-    return result, imported
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    return result, imported | {name.split(".")[0] for name in imported}
 
 
 def _started_warm(env: FlinkishEnv, job_id: str) -> bool:
@@ -166,14 +176,31 @@ def test_run_through_the_endpoint_starts_the_program_there(
     print(f"run -d through flinkish web: {took:.2f} s to its JobID line (with -X importtime)")
     assert _started_warm(env, job_id), "the job did not start in the warm runner's spare"
 
-    # upgrade through the endpoint: the new program is uploaded too, and runs from the savepoint
-    upgraded = env.run("upgrade", "-m", web.address, job_id, str(job), str(seen), check=True)
+    # upgrade through the endpoint: the new program is uploaded and the server carries the
+    # upgrade out (the CLI touches no storage); the new job runs from the savepoint
+    upgraded, imported = _importtime(env, "upgrade", "-m", web.address, job_id, str(job), str(seen))
+    assert upgraded.returncode == 0, upgraded.stderr[-3000:]
+    assert not imported & {"pyspark", "boto3", "flinkish_cli.storage.local"}, sorted(imported)
     assert "Savepoint completed. Path: " in upgraded.stdout, upgraded.stdout
     new_id = job_id_of(upgraded.stdout.split("Savepoint completed.", 1)[1])
-    assert f"Upgrade of job {job_id} completed: job {new_id}" in upgraded.stdout, upgraded.stdout
+    assert f"Upgrade of job {job_id} completed: job {new_id} ({job})" in upgraded.stdout
+    assert env.job(new_id)["upgraded_from"] == job_id
     assert seen.read_text() == "<unset>"  # the server's SERVER_SECRET never reached it
     assert _started_warm(env, new_id), "the next spare did not take the upgrade's job"
-    env.run("cancel", "-m", web.address, new_id, check=True)
+
+    # an upgrade to a program that fails once it runs is rolled back by the server: the
+    # previous program (its kept code) resumes from the upgrade's savepoint; exit status 1
+    failing = env.root / "prog" / "failing.py"
+    failing.write_text(FAILING)
+    rolled = env.run("upgrade", "-m", web.address, new_id, str(failing))
+    assert rolled.returncode == 1, rolled.stdout + rolled.stderr[-3000:]
+    assert f"Upgrade of job {new_id} rolled back: job " in rolled.stdout, rolled.stdout
+    submitted = re.findall(r"Job has been submitted with JobID ([0-9a-f]{32})", rolled.stdout)
+    assert len(submitted) == 2, rolled.stdout  # the failing program's job, then the rollback's
+    assert f"job {submitted[1]} runs the previous program ({job})" in rolled.stdout
+    assert "Rolling back: cancelling job " in rolled.stderr
+    assert env.job(submitted[1])["state"] == "RUNNING"
+    env.run("cancel", "-m", web.address, submitted[1], check=True)
 
     # attached, BATCH: Flink's lines, the job's end; the program saw its own environment
     seen_attached = env.root / "seen-attached"

@@ -8,6 +8,10 @@ then one final line (or, with ``--output json``, one document) saying how it end
 status 0 only when the new program runs and is stable; 1 after a rollback, when the new
 program is left unstable (``--no-rollback``, or output a rollback would have to undo), when
 both failed, and on any refusal (then the old job is untouched).
+
+With ``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``),
+the new program is uploaded and the server carries the upgrade out; the lines and exit
+statuses are the same (:meth:`~flinkish_cli.client.jobs.JobClient.upgrade`).
 """
 
 from __future__ import annotations
@@ -69,7 +73,6 @@ def upgrade(
     options apply (-p rescales, -n, -D, -m, -t); the new job always runs detached.
     """
     from flinkish_cli.client.jobs import JobClient, resolve_local
-    from flinkish_cli.client.upgrade import Upgrade
     from flinkish_cli.client.upgrade_outcome import UpgradeMode, UpgradeRequest
     from flinkish_cli.errors import UsageError
     from flinkish_cli.registry.jobid import parse_job_id
@@ -88,8 +91,7 @@ def upgrade(
     request = program_request("upgrade", params)
     config = load_config(conf_dir, dynamic, request.config_flags())
     presenter = UpgradeLines(output)
-    outcome = Upgrade(
-        JobClient(config),
+    outcome = JobClient(config).upgrade(
         UpgradeRequest(
             job_id=old,
             program=request,
@@ -98,7 +100,7 @@ def upgrade(
             rollback=not no_rollback,
         ),
         presenter,
-    ).run()
+    )
     if presenter.json:
         print_json(outcome.summary())
     else:

@@ -1,0 +1,87 @@
+"""An upgrade that flinkish's CLI asked ``flinkish web`` to carry out
+(``POST /flinkish/jars/:id/upgrade``), and its answer: the events of
+:mod:`flinkish_cli.client.wire`, streamed as they happen.
+
+The upgrade runs in a thread of its own, not in a request's: it may wait minutes for the new
+program to become stable, and it goes on to its end when the CLI that asked goes away (a
+client that disconnects stops reading, never the upgrade), as Flink's operator finishes an
+upgrade it began. The thread is not a daemon: a ``flinkish web`` asked to stop finishes the
+upgrades under way first, so none is left half done (the old job stopped, the new not yet
+started) by the server's restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from flinkish_cli.client import wire
+from flinkish_cli.errors import FlinkishError, JobError
+
+if TYPE_CHECKING:
+    from flinkish_cli.client.upgrade_outcome import UpgradeOutcome
+
+log = logging.getLogger("flinkish.web")
+
+
+class UpgradeStream:
+    """The upgrade's presenter on the server: each call becomes an event of the answer
+    (:meth:`lines`), then the outcome or the error ends it."""
+
+    def __init__(self, heartbeat: float = wire.HEARTBEAT_SECONDS) -> None:
+        self.heartbeat = heartbeat
+        self._events: queue.Queue[bytes | None] = queue.Queue()
+
+    # -- the presenter (UpgradePresenter) --------------------------------------------------
+    def savepoint(self, path: str) -> None:
+        self._events.put(wire.event("savepoint", path))
+
+    def submitted(self, job_id: str) -> None:
+        self._events.put(wire.event("submitted", job_id))
+
+    def notice(self, message: str) -> None:
+        self._events.put(wire.event("notice", message))
+
+    # -- carrying it out -------------------------------------------------------------------
+    def start(self, upgrade: Callable[[], UpgradeOutcome], name: str) -> threading.Thread:
+        """Run ``upgrade`` in its own (non-daemon) thread; its events are :meth:`lines`'s."""
+        thread = threading.Thread(target=self._carry_out, args=(upgrade,), name=name)
+        thread.start()
+        return thread
+
+    def _carry_out(self, upgrade: Callable[[], UpgradeOutcome]) -> None:
+        try:
+            outcome = upgrade()
+        except FlinkishError as error:
+            self._events.put(wire.event("error", wire.error_header(error)))
+        except Exception as error:  # the server's bug: said to the CLI, logged whole here
+            log.exception("The upgrade failed")
+            failure = JobError(
+                f"flinkish web failed while it carried out the upgrade ({type(error).__name__}: "
+                f"{error}).",
+                "flinkish web's log has the details; 'flinkish list -a' shows where the jobs are.",
+            )
+            self._events.put(wire.event("error", wire.error_header(failure)))
+        else:
+            self._events.put(wire.event("outcome", outcome.to_json()))
+        finally:
+            self._events.put(None)
+
+    def lines(self) -> Iterator[bytes]:
+        """The answer's lines as they come: the events, an empty line whenever nothing
+        happened for :attr:`heartbeat` seconds, until the outcome or the error."""
+        while True:
+            try:
+                line = self._events.get(timeout=self.heartbeat)
+            except queue.Empty:
+                yield b"\n"
+                continue
+            if line is None:
+                return
+            yield line
+
+
+__all__ = ["UpgradeStream"]
