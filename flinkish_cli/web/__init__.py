@@ -3,7 +3,8 @@
 A front end like the CLI: it parses HTTP requests and presents the job client's answers in
 Flink's JSON, and acts only through :class:`~flinkish_cli.client.jobs.JobClient`. It keeps no
 state of its own (triggers and their results live in each job's control channel, disposals
-in the registry), so stopping or restarting it never touches a job.
+in the registry), so stopping or restarting it never touches a job; an upgrade it carries
+out for the CLI is finished before it exits (:mod:`.upgrades`).
 
 - :mod:`.settings`: what the endpoint allows, from the configuration;
 - :mod:`.server`: binding (loopback unless told otherwise; Flink's port lists) and serving;
@@ -17,7 +18,8 @@ in the registry), so stopping or restarting it never touches a job.
   requests, :mod:`.replies` writes answers;
 - :mod:`.flink_json`: flinkish's job statuses in the field names of Flink's REST API;
   :mod:`.dashboard`: the page and its own documents; :mod:`.metrics`: ``/metrics``, with
-  Flink's metric names.
+  Flink's metric names; :mod:`.upgrades`: an upgrade the CLI asked for, carried out in a
+  thread of its own, its lines streamed back.
 
 Imported only by ``flinkish web``: Starlette, uvicorn and prometheus_client (the ``web``
 extra) never load for any other command.

@@ -3,15 +3,18 @@ prefix, as Flink's own server serves it), the dashboard's documents, ``/metrics`
 page, behind the guard (:mod:`.security`).
 
 Routes live in :mod:`.handlers`; this module puts them together and turns every exception
-into Flink's ``{"errors": [...]}`` (:mod:`.replies`), never a traceback.
+into Flink's ``{"errors": [...]}`` (:mod:`.replies`), never a traceback. Its shutdown waits
+for the upgrades under way (:mod:`.upgrades`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -81,4 +84,11 @@ def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
         HTTPException: http_error,
         Exception: failure,
     }
-    return Guard(Starlette(routes=routes, exception_handlers=handlers), settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(api.upgrades.wait)  # none left half done by a stop
+
+    application = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+    return Guard(application, settings)

@@ -40,8 +40,12 @@ class FlinkRestApi:
     """Flink's REST API over one job client."""
 
     def __init__(self, client: JobClient, settings: WebSettings) -> None:
+        from flinkish_cli.web.upgrades import UpgradesUnderWay
+
         self.client = client
         self.settings = settings
+        #: the upgrades carried out for the CLI (the server's shutdown waits for them)
+        self.upgrades = UpgradesUnderWay()
 
     async def _status(self, job_id: str, missing: str | None = None) -> JobStatus:
         """The job's status; Flink's 404 (``missing``, else "Job <id> not found"), with the
@@ -178,7 +182,7 @@ class FlinkRestApi:
             ),
             "",
         )
-        stream.start(upgrade.run, f"upgrade of {upgrade.outcome.job_id}")
+        self.upgrades.start(stream, upgrade.run, f"upgrade of {upgrade.outcome.job_id}")
         return StreamingResponse(
             iterate_in_threadpool(stream.lines()), media_type="application/x-ndjson"
         )

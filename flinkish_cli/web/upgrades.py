@@ -5,9 +5,10 @@
 The upgrade runs in a thread of its own, not in a request's: it may wait minutes for the new
 program to become stable, and it goes on to its end when the CLI that asked goes away (a
 client that disconnects stops reading, never the upgrade), as Flink's operator finishes an
-upgrade it began. The thread is not a daemon: a ``flinkish web`` asked to stop finishes the
-upgrades under way first, so none is left half done (the old job stopped, the new not yet
-started) by the server's restart.
+upgrade it began. :class:`UpgradesUnderWay` keeps those threads: a ``flinkish web`` asked to
+stop (SIGTERM, Ctrl-C) waits for them in its shutdown, so no upgrade is left half done (the
+old job stopped, the new one not yet started) by the server's restart. Asked a second time,
+it stops at once, as uvicorn does.
 """
 
 from __future__ import annotations
@@ -84,4 +85,37 @@ class UpgradeStream:
             yield line
 
 
-__all__ = ["UpgradeStream"]
+class UpgradesUnderWay:
+    """The upgrades this server carries out; :meth:`wait` returns once they have all ended."""
+
+    def __init__(self) -> None:
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+
+    def start(
+        self, stream: UpgradeStream, upgrade: Callable[[], UpgradeOutcome], name: str
+    ) -> threading.Thread:
+        """:meth:`UpgradeStream.start`, kept until it ends."""
+        thread = stream.start(upgrade, name)
+        with self._lock:
+            self._threads = {t for t in self._threads if t.is_alive()} | {thread}
+        return thread
+
+    def wait(self) -> None:
+        """Return once no upgrade is under way (the server's shutdown)."""
+        while True:
+            with self._lock:
+                alive = [t for t in self._threads if t.is_alive()]
+            if not alive:
+                return
+            log.warning(
+                "Waiting for %d upgrade(s) under way to end before stopping (%s); stop again "
+                "to stop at once.",
+                len(alive),
+                ", ".join(t.name for t in alive),
+            )
+            for thread in alive:
+                thread.join()
+
+
+__all__ = ["UpgradeStream", "UpgradesUnderWay"]

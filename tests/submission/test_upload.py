@@ -224,3 +224,54 @@ def test_run_through_the_endpoint_starts_the_program_there(
     bad.write_text("import sys\nsys.exit(3)\n")
     failed = env.run("run", "-m", web.address, str(bad))
     assert failed.returncode == 1 and "failed" in failed.stderr, failed.stderr
+
+
+#: A program that never becomes stable: it starts no query within any readiness timeout.
+NEVER_STABLE = """
+import time
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+time.sleep(3600)
+"""
+
+
+@pytest.mark.spark
+def test_an_upgrade_goes_on_without_its_cli_and_a_stopping_server_finishes_it(
+    submitting_web: tuple[FlinkishEnv, WebServer], connect_server: str
+) -> None:
+    """The CLI that asked is killed once the new job started, then the flinkish web carrying
+    the upgrade out gets SIGTERM: the server finishes the upgrade before it exits (here a
+    rollback: the new program never becomes stable), so no job is left half upgraded."""
+    env, web = submitting_web
+    programs = env.root / "stopped-server"
+    programs.mkdir()
+    job, never = programs / "job.py", programs / "never.py"
+    job.write_text(JOB)
+    never.write_text(NEVER_STABLE)
+    started = env.run("run", "-d", "-m", web.address, str(job), str(programs / "seen"), check=True)
+    job_id = job_id_of(started.stdout)
+    options = ["-D", f"flinkish.web.session-cluster={connect_server}"]
+    options += ["-D", "web.submit.enable=true", "-D", "flinkish.web.submit.warm-runner=false"]
+    with running_web(env, *options) as other:
+        upgrading = subprocess.Popen(
+            [sys.executable, "-m", "flinkish_cli", "upgrade", "-m", other.address,
+             "--upgrade-mode", "stateless", "-D", "flinkish.upgrade.readiness.timeout=10 s",
+             job_id, str(never)],
+            env=env.environ(), cwd=env.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True,
+        )  # fmt: skip
+        assert upgrading.stdout is not None
+        first = upgrading.stdout.readline()  # the new job started: the old one is gone
+        assert first.startswith("Job has been submitted with JobID "), first
+        new_id = job_id_of(first)
+        upgrading.kill()
+        upgrading.wait(timeout=30)
+        other.process.terminate()
+        other.process.wait(timeout=180)  # once the upgrade has ended
+        assert env.job(job_id)["upgraded_to"] == new_id
+        assert env.job(new_id)["state"] in ("CANCELED", "FAILED")
+        rollback = env.job(new_id)["upgraded_to"]  # the rollback job, started before the exit
+        assert rollback and env.job(rollback)["rolled_back"] is True
+        assert env.job(rollback)["state"] == "RUNNING"
+    env.run("cancel", "-m", web.address, rollback, check=True)

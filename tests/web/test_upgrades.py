@@ -9,7 +9,7 @@ import threading
 from flinkish_cli.client.upgrade_outcome import Result, UpgradeMode, UpgradeOutcome
 from flinkish_cli.client.wire import error_from_header, read_event
 from flinkish_cli.errors import SavepointError
-from flinkish_cli.web.upgrades import UpgradeStream
+from flinkish_cli.web.upgrades import UpgradeStream, UpgradesUnderWay
 
 JOB = "0123456789abcdef0123456789abcdef"
 
@@ -74,3 +74,24 @@ def test_a_bug_is_said_and_a_silence_is_heartbeats() -> None:
     error = error_from_header(value)  # type: ignore[arg-type]
     assert kind == "error" and error is not None
     assert "flinkish web failed while it carried out the upgrade (KeyError" in error.message
+
+
+def test_a_stopping_server_waits_for_the_upgrades_under_way() -> None:
+    under_way = UpgradesUnderWay()
+    under_way.wait()  # none: at once
+    release, ended = threading.Event(), threading.Event()
+
+    def upgrade() -> UpgradeOutcome:
+        release.wait(10)
+        ended.set()
+        return UpgradeOutcome(Result.STABLE, JOB, UpgradeMode.SAVEPOINT)
+
+    stream = UpgradeStream()
+    under_way.start(stream, upgrade, "test upgrade")
+    waiter = threading.Thread(target=under_way.wait)
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not ended.is_set()  # still under way: the stop waits
+    release.set()
+    waiter.join(10)
+    assert not waiter.is_alive() and ended.is_set()
