@@ -125,6 +125,24 @@ def test_the_worker_gets_the_pythonpath_it_was_started_with(
     assert finished(launcher(path, tmp_path, PROBE_PATH_ENTRY=str(extra)))["path_entry"] is True
 
 
+def test_the_zips_on_a_workers_path_are_read_once_in_the_fork_server(
+    fork_server: tuple[Path, subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """As pyspark.zip and spark-core's jar are on a real worker's path: the worker finds
+    the zip's importer made (its directory read) before it imports anything, and imports
+    from it as usual."""
+    import zipfile
+
+    path, _server = fork_server
+    zipped = tmp_path / "lib.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("zipped_probe_module.py", "VALUE = 42\n")
+    report = finished(
+        launcher(path, tmp_path, PROBE_PATH_ENTRY=str(zipped), PROBE_IMPORT="zipped_probe_module")
+    )
+    assert report["primed"] == "zipimporter" and report["imported"] == 42
+
+
 def test_without_a_fork_server_the_launcher_is_python(tmp_path: Path) -> None:
     launched = launcher(tmp_path / "no-such.sock", REPO, PROBE_EXIT="4")
     report = finished(launched, 4)
