@@ -41,6 +41,9 @@ fi
 # Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
 # each start; made once per Spark, Java and flinkish version; never fails the set-up).
 .venv/bin/python -m flinkish_cli.spark.cds || true
+# flinkish's local file system for Hadoop (a session cluster's files without a chmod process
+# each; needs javac; never fails the set-up).
+.venv/bin/python -m flinkish_cli.spark.local_fs || true
 
 if [ "${1:-}" = "--test" ]; then
   # The tests' real parts: Debian's Prometheus (it scrapes flinkish web), Chromium and its

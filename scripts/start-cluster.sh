@@ -234,14 +234,24 @@ try:
 except Exception:
     print(100 * 1024 * 1024, 10)
     raise SystemExit(0) from None
+cds_lines = ["", ""]
 try:
     if os.environ.get("WANT_CDS") == "1" and config.get("env.java.class-data-sharing"):
         from flinkish_cli.spark import cds
 
         archive = cds.archive_path(Path(os.environ["SPARK_HOME_ARG"]))
         if archive is not None and cds.usable(archive):
-            print(cds.spark_conf_dir())
-            print(" ".join([*cds.jvm_logging_options(), *cds.driver_options(archive)]))
+            options = [*cds.jvm_logging_options(), *cds.driver_options(archive)]
+            cds_lines = [str(cds.spark_conf_dir()), " ".join(options)]
+except Exception:
+    pass
+print("\n".join(cds_lines))
+try:
+    from flinkish_cli.spark import local_fs
+
+    jar = local_fs.jar_path(Path(os.environ["SPARK_HOME_ARG"]))
+    print(jar if jar is not None and local_fs.usable(jar) else "")
+    print(local_fs.CLASS)
 except Exception:
     pass
 PY
@@ -249,6 +259,11 @@ PY
 read -r log_size log_max <<<"$(sed -n 1p <<<"$settings")"
 cds_conf_dir=$(sed -n 2p <<<"$settings")
 cds_options=$(sed -n 3p <<<"$settings")
+# flinkish's local file system for Hadoop (flinkish_cli/spark/local_fs.py; setup.sh makes its
+# jar): the server's files on local disk without a chmod process each. Last on the server's
+# class path (the CDS archive's stays its prefix), on the executors' (this machine's).
+local_fs_jar=$(sed -n 4p <<<"$settings")
+local_fs_class=$(sed -n 5p <<<"$settings")
 cat >"$dir/log4j2.properties" <<LOG4J
 # Written by flinkish's start-cluster.sh: each daemon's log rolls by size, as Flink's do.
 rootLogger.level = info
@@ -448,6 +463,12 @@ if [ $session = 1 ]; then
     fi
     SPARK_SUBMIT_OPTS="$(daemon_log connect) ${SPARK_SUBMIT_OPTS:-}"
     export SPARK_SUBMIT_OPTS
+    local_fs_confs=()
+    if [ -n "$local_fs_jar" ] && [ -n "$local_fs_class" ]; then
+      export SPARK_DIST_CLASSPATH="${SPARK_DIST_CLASSPATH:+$SPARK_DIST_CLASSPATH:}$local_fs_jar"
+      local_fs_confs=(--conf "spark.hadoop.fs.file.impl=$local_fs_class"
+        --conf "spark.executor.extraClassPath=$local_fs_jar")
+    fi
     unset SPARK_REMOTE SPARK_CONNECT_MODE_ENABLED SPARK_LOCAL_REMOTE SPARK_API_MODE MASTER
     launch connect org.apache.spark.deploy.SparkSubmit \
       --class org.apache.spark.sql.connect.service.SparkConnectServer \
@@ -459,6 +480,7 @@ if [ $session = 1 ]; then
       --conf spark.log.level=WARN \
       --conf spark.python.authenticate.socketTimeout=120s \
       "${ui_confs[@]}" \
+      ${local_fs_confs[@]+"${local_fs_confs[@]}"} \
       ${session_confs[@]+"${session_confs[@]}"}
   )
   started+=(connect)
