@@ -256,7 +256,7 @@ def test_an_upgrade_goes_on_without_its_cli_and_a_stopping_server_finishes_it(
     with running_web(env, *options) as other:
         upgrading = subprocess.Popen(
             [sys.executable, "-m", "flinkish_cli", "upgrade", "-m", other.address,
-             "--upgrade-mode", "stateless", "-D", "flinkish.upgrade.readiness.timeout=10 s",
+             "--upgrade-mode", "stateless", "-D", "flinkish.upgrade.readiness.timeout=4 s",
              job_id, str(never)],
             env=env.environ(), cwd=env.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True,
