@@ -252,13 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--lock"] and len(args) > 1:
         lock, args = Path(args[1]), args[2:]
     try:
-        if args:
-            spark_home = Path(args[0])
-        else:
-            from flinkish_cli.spark.install import pyspark_home
+        from flinkish_cli.spark.install import named_spark_home
 
-            spark_home = pyspark_home()
-        _, said = build(spark_home)
+        _, said = build(named_spark_home(args))
     finally:
         if lock is not None:
             with contextlib.suppress(OSError):

@@ -19,6 +19,11 @@ def pyspark_home() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def named_spark_home(args: list[str]) -> Path:
+    """The Spark home a set-up command names (its first argument), else pyspark's."""
+    return Path(args[0]) if args else pyspark_home()
+
+
 def prefer_installed_pyspark(path: list[str] | None = None) -> list[str]:
     """Take pip-pyspark's zipped copies of its own Python code off ``path`` (``sys.path``):
     returns the entries removed.

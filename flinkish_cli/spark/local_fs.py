@@ -110,13 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     Spark by default). Always exits 0: without the jar, Hadoop's own file system is used."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args:
-            spark_home = Path(args[0])
-        else:
-            from flinkish_cli.spark.install import pyspark_home
+        from flinkish_cli.spark.install import named_spark_home
 
-            spark_home = pyspark_home()
-        _, said = build(spark_home)
+        _, said = build(named_spark_home(args))
     except Exception as error:  # never fails the set-up
         said = f"not made ({type(error).__name__}: {error})"
     print(f"Local file system for Spark's Hadoop: {said}.", flush=True)
