@@ -113,11 +113,15 @@ def job_client(
     return local
 
 
-def submission_client(config: Any, request: Any) -> Any:
+def submission_client(config: Any, request: Any, carried_out: str | None = None) -> Any:
     """``run -m host:port``: the REST client of the endpoint when it is a flinkish web of this
     configuration's registry that takes programs (``web.submit.enable``); None otherwise,
     and ``run`` asks the endpoint for its session cluster and runs the program from this
-    machine, as before (an endpoint that refuses is then named by that path's errors)."""
+    machine, as before (an endpoint that refuses is then named by that path's errors).
+
+    ``carried_out`` names a command the endpoint carries out whole (``upgrade``): a flinkish
+    web of this registry that takes no programs is then a :class:`JobError` naming it,
+    never a silent fall back to this machine and the registry in storage."""
     if not request.jobmanager or request.target is not None:
         return None
     try:
@@ -134,6 +138,14 @@ def submission_client(config: Any, request: Any) -> Any:
         return None
     if not client.cluster.get(SUBMIT_KEY):
         client.endpoint.close()
+        if carried_out is not None:
+            raise JobError(
+                f"flinkish web at {address} takes no programs (web.submit.enable is false "
+                f"there), so it cannot carry out '{carried_out}'.",
+                "Set web.submit.enable: true for that flinkish web, or give -m the session "
+                f"cluster's Connect server (-m sc://host:port) to {carried_out} from this "
+                "machine.",
+            )
         return None
     return client
 

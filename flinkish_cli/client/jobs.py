@@ -142,11 +142,11 @@ class JobClient(JobClientBase):
         return submit_and_follow(request, self.config, presenter)
 
     def upgrade(self, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
-        """Upgrade a job (``flinkish upgrade``, :mod:`.upgrade`): here, or in the flinkish
-        web ``-m`` names when it takes programs, as :meth:`submit` runs a job there."""
+        """Upgrade a job (``flinkish upgrade``, :mod:`.upgrade`): in the flinkish web ``-m``
+        names (one that takes no programs is an error), else here."""
         from flinkish_cli.client.connect import submission_client
 
-        remote = submission_client(self.config, request.program)
+        remote = submission_client(self.config, request.program, carried_out="upgrade")
         if remote is not None:
             return remote.upgrade(request, presenter)
         from flinkish_cli.client.upgrade import Upgrade

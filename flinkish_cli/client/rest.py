@@ -31,8 +31,9 @@ drives its cluster through the JobManager's REST API. It never imports the stora
   out (:meth:`RestJobClient.upgrade`).
 - **What stays on this machine**: ``info <job.py>`` (Spark's plans, a local session),
   ``savepoint info <path>`` (the savepoint's files, read with this configuration), and
-  ``run`` and ``upgrade`` to an endpoint that takes no programs (``run``'s own ``-m``
-  handling: the program runs from this machine on the endpoint's session cluster).
+  ``run`` to an endpoint that takes no programs (``run``'s own ``-m`` handling: the program
+  runs from this machine on the endpoint's session cluster; ``upgrade`` to one is refused,
+  :func:`~flinkish_cli.client.connect.submission_client`).
 
 Only the standard library's ``http.client``: the CLI starts fast and imports no web
 framework. One keep-alive connection per command (a log followed has its own). What only

@@ -379,6 +379,24 @@ def test_an_endpoint_that_cannot_serve_is_one_error_never_storage(
         assert through.code == 0 and any(job in line for line in through.out), through
 
 
+def test_an_upgrade_never_falls_back_from_an_endpoint_that_takes_no_programs(
+    world: World, cli: Callable[..., Outcome]
+) -> None:
+    """``upgrade -m`` to a flinkish web of this registry without ``web.submit.enable``: the
+    server cannot carry it out, and the CLI says so instead of upgrading from storage."""
+    job = world.job()
+    with running_web(world.env) as plain:
+        result = cli("upgrade", "-m", plain.address, job, str(world.env.root / "job.py"))
+    assert result.code == 1 and not result.out, result
+    assert result.err == [
+        f"ERROR: flinkish web at {plain.address} takes no programs (web.submit.enable is "
+        "false there), so it cannot carry out 'upgrade'.",
+        "Set web.submit.enable: true for that flinkish web, or give -m the session cluster's "
+        "Connect server (-m sc://host:port) to upgrade from this machine.",
+    ]
+    assert world.registry.get(job).state is JobState.RUNNING
+
+
 def test_the_configurations_endpoint_when_it_answers_and_storage_when_not(
     world: World, cli: Callable[..., Outcome]
 ) -> None:

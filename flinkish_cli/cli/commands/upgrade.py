@@ -11,7 +11,9 @@ both failed, and on any refusal (then the old job is untouched).
 
 With ``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``),
 the new program is uploaded and the server carries the upgrade out; the lines and exit
-statuses are the same (:meth:`~flinkish_cli.client.jobs.JobClient.upgrade`).
+statuses are the same (:meth:`~flinkish_cli.client.jobs.JobClient.upgrade`). A flinkish web
+of this registry that takes no programs is refused (exit 1), never a silent upgrade from
+storage.
 """
 
 from __future__ import annotations
