@@ -397,6 +397,46 @@ def test_an_upgrade_never_falls_back_from_an_endpoint_that_takes_no_programs(
     assert world.registry.get(job).state is JobState.RUNNING
 
 
+def test_hostile_upgrade_requests_are_refused_before_anything_starts(
+    world: World, tmp_path: Path
+) -> None:
+    """The upgrade route, asked as no flinkish CLI asks: a body that is not JSON, an upload
+    that does not exist, a bad JobID, and a configuration of another registry (an upgrade
+    must not act on a registry this server does not serve). Each is refused with Flink's
+    errors and the job client's own error; the job runs on, untouched."""
+    import base64
+    import io
+    import zipfile
+
+    job = world.job()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("job.py", "print('new')\n")
+    upload = {"name": "job.py", "archive": base64.b64encode(buffer.getvalue()).decode()}
+    uploaded = world.web.request("POST", "/flinkish/jars/upload", body=upload).json()["filename"]
+    ours = {"execution.checkpointing.dir": str(world.env.checkpoints)}
+    theirs = {"execution.checkpointing.dir": str(tmp_path / "another-registry")}
+
+    def asked(config: dict[str, str], job_id: str = job) -> dict[str, Any]:
+        run = {"entryClass": "job.py", "flinkConfiguration": config}
+        return {"jobId": job_id, "upgradeMode": "savepoint", "run": run}
+
+    refusals = [
+        (uploaded, None, b"{not json", 400, "Request did not match expected format"),
+        ("0" * 32, asked(ours), None, 409, "There is no upload"),
+        (uploaded, asked(ours, "../../etc"), None, 409, "is not a valid JobID"),
+        (uploaded, {**asked(ours), "upgradeMode": "hot"}, None, 400, "upgradeMode must be"),
+        (uploaded, asked(theirs), None, 409, "not the upgrade's file://"),
+    ]
+    for upload_id, body, raw, status, words in refusals:
+        path = f"/flinkish/jars/{upload_id}/upgrade"
+        reply = world.web.request("POST", path, body=body, raw=raw)
+        assert reply.status == status, (words, reply.status, reply.body[:300])
+        assert words in reply.json()["errors"][0], reply.json()
+    assert world.registry.get(job).state is JobState.RUNNING
+    assert not world.registry.get(job).upgraded_to
+
+
 def test_the_configurations_endpoint_when_it_answers_and_storage_when_not(
     world: World, cli: Callable[..., Outcome]
 ) -> None:
