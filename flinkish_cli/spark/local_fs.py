@@ -23,8 +23,9 @@ Hadoop's way.
   path the drivers' class-data sharing archive was made with stays its prefix and the archive
   still maps.
 
-Fresh drivers do not use it: their class path must stay the archive's exactly
-(:mod:`.cds`), and the jar is not part of the archive yet.
+Fresh drivers do not use it yet. The jar could go last on their class path as on the
+server's, where their class-data sharing archive (:mod:`.cds`) would still map; that is not
+done.
 """
 
 from __future__ import annotations
