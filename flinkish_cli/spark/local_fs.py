@@ -23,9 +23,10 @@ Hadoop's way.
   path the drivers' class-data sharing archive was made with stays its prefix and the archive
   still maps.
 
-Fresh drivers do not use it yet. The jar could go last on their class path as on the
-server's, where their class-data sharing archive (:mod:`.cds`) would still map; that is not
-done.
+A fresh driver with a local master (its executors in its JVM) uses it the same way
+(:func:`flinkish_cli.submission.spark_submit.build_command`): the jar last on its class path,
+where its class-data sharing archive (:mod:`.cds`) still maps. Drivers of other clusters do
+not: their executors run elsewhere, where the jar may not be.
 """
 
 from __future__ import annotations

@@ -223,6 +223,10 @@ def build_command(
 ) -> SubmitCommand:
     """The command that submits a job. ``spark_conf`` goes to the properties file only.
 
+    A local-master driver writes its files on local disk through flinkish's Hadoop local file
+    system when setup.sh made it (:mod:`flinkish_cli.spark.local_fs`: its jar last on the
+    class path, ``SPARK_DIST_CLASSPATH``, so that the archive below still maps).
+
     A client-mode driver (its JVM on this machine) keeps the run directory off its class
     path, so that it can map a class-data sharing archive (``cds_options``, see :mod:`.cds`):
     ``SPARK_CONF_DIR`` is a fixed empty directory, the log configuration
@@ -288,6 +292,14 @@ def build_command(
         env = {"SPARK_CONF_DIR": str(cds.spark_conf_dir(fallback=Path(run_dir)))}
     else:
         env = {"SPARK_CONF_DIR": run_dir}
+    if deployment.target == LOCAL:  # executors in the driver's JVM: the jar is everywhere
+        from flinkish_cli.spark import local_fs
+
+        jar = local_fs.jar_path(pyspark_home())
+        if jar is not None and local_fs.usable(jar):
+            properties.setdefault("spark.hadoop.fs.file.impl", local_fs.CLASS)
+            given = os.environ.get("SPARK_DIST_CLASSPATH")
+            env["SPARK_DIST_CLASSPATH"] = f"{given}{os.pathsep}{jar}" if given else str(jar)
     return SubmitCommand(argv=argv, env=env, properties=properties, cds_missing=cds_missing)
 
 
