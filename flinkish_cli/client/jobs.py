@@ -210,9 +210,7 @@ class JobClient(JobClientBase):
 
         found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
         run = upload.UploadedRun.from_json(body.get("run") if isinstance(body, dict) else None)
-        request = UpgradeRequest.from_json(
-            body, lambda _run: upload.run_request(found, run, session_cluster)
-        )
+        request = UpgradeRequest.from_json(body, upload.run_request(found, run, session_cluster))
         config = Configuration.from_flat(run.configuration)
         config = config.with_overrides(request.program.config_flags())
         ours, theirs = self.identity(), registry_identity(config)

@@ -14,7 +14,6 @@ outcome comes back whole (:meth:`UpgradeOutcome.to_json`); both are checked on a
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -64,9 +63,9 @@ class UpgradeRequest:
         }
 
     @classmethod
-    def from_json(cls, body: Any, program: Callable[[Any], RunRequest]) -> UpgradeRequest:
-        """The route's body, checked (:class:`UsageError` naming what is wrong); ``program``
-        makes the new program's request of the body's ``run``."""
+    def from_json(cls, body: Any, program: RunRequest) -> UpgradeRequest:
+        """The route's body, checked (:class:`UsageError` naming what is wrong), for the new
+        program ``program`` (the request its ``run`` makes, which the caller reads)."""
         if not isinstance(body, dict):
             raise UsageError("The upgrade request is not a JSON object.")
         job_id, mode = body.get("jobId"), body.get("upgradeMode", "savepoint")
@@ -81,9 +80,7 @@ class UpgradeRequest:
         rollback = body.get("rollback", True)
         if not isinstance(rollback, bool):
             raise UsageError("rollback must be true or false.")
-        return cls(
-            parse_job_id(job_id), program(body.get("run")), UpgradeMode(mode), target, rollback
-        )
+        return cls(parse_job_id(job_id), program, UpgradeMode(mode), target, rollback)
 
 
 @dataclass

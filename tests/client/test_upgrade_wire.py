@@ -15,15 +15,13 @@ from flinkish_cli.submission.submit import RunRequest
 JOB = "0123456789abcdef0123456789abcdef"
 
 
-def _program(run: object) -> RunRequest:
-    assert run == {"entryClass": "job.py"}
-    return RunRequest(script="/uploads/job.py")
+_PROGRAM = RunRequest(script="/uploads/job.py")
 
 
 def test_the_request_round_trips() -> None:
     asked = UpgradeRequest(JOB, RunRequest(script="job.py"), UpgradeMode.LAST_STATE, "/sp", False)
     body = json.loads(json.dumps(asked.to_json({"entryClass": "job.py"})))
-    back = UpgradeRequest.from_json(body, _program)
+    back = UpgradeRequest.from_json(body, _PROGRAM)
     assert (back.job_id, back.mode, back.savepoint_dir, back.rollback) == (
         JOB, UpgradeMode.LAST_STATE, "/sp", False
     )  # fmt: skip
@@ -45,7 +43,7 @@ def test_a_bad_request_is_refused_naming_the_field(
     body: object, error: type[Exception], word: str
 ) -> None:
     with pytest.raises(error, match=word):
-        UpgradeRequest.from_json(body, _program)
+        UpgradeRequest.from_json(body, _PROGRAM)
 
 
 def test_the_outcome_travels_whole_with_its_final_line() -> None:
