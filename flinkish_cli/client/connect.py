@@ -119,14 +119,18 @@ def submission_client(config: Any, request: Any, carried_out: str | None = None)
     and ``run`` asks the endpoint for its session cluster and runs the program from this
     machine, as before (an endpoint that refuses is then named by that path's errors).
 
-    ``carried_out`` names a command the endpoint carries out whole (``upgrade``): a flinkish
-    web of this registry that takes no programs is then a :class:`JobError` naming it,
-    never a silent fall back to this machine and the registry in storage."""
+    ``carried_out`` names a command the endpoint carries out whole (``upgrade``): an endpoint
+    that cannot be used (nothing answers, something else answers, another registry, the token
+    refused, ``-m`` neither an endpoint nor a Spark master) or a flinkish web of this registry
+    that takes no programs is then an error naming it, never a silent fall back to this
+    machine and the registry in storage."""
     if not request.jobmanager or request.target is not None:
         return None
     try:
         address = endpoint_of(request.jobmanager)
     except UsageError:
+        if carried_out is not None:
+            raise
         return None
     if address is None:
         return None
@@ -135,6 +139,8 @@ def submission_client(config: Any, request: Any, carried_out: str | None = None)
     try:
         client = _through(config, address, "-m", TIMEOUT)
     except EndpointRefused:
+        if carried_out is not None:
+            raise
         return None
     if not client.cluster.get(SUBMIT_KEY):
         client.endpoint.close()

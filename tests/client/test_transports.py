@@ -367,8 +367,11 @@ def test_an_endpoint_that_cannot_serve_is_one_error_never_storage(
             ),
         }
         for address, (extra, message) in refusals.items():
-            for command in (["list"], ["cancel", job], ["savepoint", job]):
-                result = cli(*command, "-m", address.strip(), *extra)
+            m = ["-m", address.strip(), *extra]
+            program = str(world.env.root / "job.py")  # its arguments would follow it: -m first
+            for command in (["list", *m], ["cancel", *m, job], ["savepoint", *m, job],
+                            ["upgrade", *m, job, program]):  # fmt: skip
+                result = cli(*command)
                 assert result.code == 1, (address, result)
                 assert result.err[0] == message, (address, result)
                 assert len(result.err) == 2 and not result.out, result  # the error, its hint
