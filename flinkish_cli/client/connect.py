@@ -51,6 +51,11 @@ class EndpointRefused(JobError):
     """The endpoint cannot serve this configuration's jobs (see the module's rules)."""
 
 
+class ConnectServerPort(EndpointRefused):
+    """``-m host:port`` answers as no HTTP/1.1 server: a Spark Connect server's port, which
+    ``run`` and ``upgrade`` still take (Flink's old ``-m`` style; ``run``'s own handling)."""
+
+
 def endpoint_of(jobmanager: str) -> str | None:
     """The REST endpoint (``host:port``) that ``-m`` names, or None for a Spark master;
     a :class:`UsageError` for a value that is neither."""
@@ -123,7 +128,8 @@ def submission_client(config: Any, request: Any, carried_out: str | None = None)
     that cannot be used (nothing answers, something else answers, another registry, the token
     refused, ``-m`` neither an endpoint nor a Spark master) or a flinkish web of this registry
     that takes no programs is then an error naming it, never a silent fall back to this
-    machine and the registry in storage."""
+    machine and the registry in storage; a Connect server's port (:class:`ConnectServerPort`)
+    is ``run``'s old ``-m`` style, taken from this machine as before."""
     if not request.jobmanager or request.target is not None:
         return None
     try:
@@ -138,8 +144,8 @@ def submission_client(config: Any, request: Any, carried_out: str | None = None)
 
     try:
         client = _through(config, address, "-m", TIMEOUT)
-    except EndpointRefused:
-        if carried_out is not None:
+    except EndpointRefused as refused:
+        if carried_out is not None and not isinstance(refused, ConnectServerPort):
             raise
         return None
     if not client.cluster.get(SUBMIT_KEY):
@@ -189,7 +195,7 @@ def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[st
     try:
         reply = endpoint.request("GET", CLUSTER_PATH, timeout=timeout)
     except (http.client.HTTPException, ConnectionResetError):
-        raise EndpointRefused(
+        raise ConnectServerPort(
             f"{address} does not answer as flinkish web (not HTTP/1.1: a Spark Connect "
             "server's port?).",
             "Give -m the address flinkish web prints (flinkish web: http://host:port); a "
