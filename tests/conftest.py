@@ -4,14 +4,16 @@ Fixtures live in modules under ``tests/fixtures/`` and are registered here as pl
 line each, so each group of fixtures has one owner and one place.
 
 Every JVM ``spark-submit`` starts for the tests (a Connect server, a Spark session of a test
-itself, a job whose test writes its own configuration) is compiled by the JVM's first tier
+itself, a job whose test writes its own configuration), and every standalone master and worker
+(``SPARK_DAEMON_JAVA_OPTS``), is compiled by the JVM's first tier
 alone and collects with the serial collector: ``SPARK_SUBMIT_OPTS`` (a developer's own value
 wins). Such JVMs live seconds, where a job's live months: on two cores
 ``tests/jobs/test_counts_per_key.py`` took 33 CPU-seconds with both tiers, 22 with the first.
 Their processes (Hadoop's ``chmod`` of each file it creates) are started by vfork, without the
 helper process Java 17 execs first by default, and Spark's own classes are not verified again
-in each of them (``SHORT_JVM``; the test configuration gives flinkish's drivers the same,
-``TEST_JVM_OPTIONS``). The product never sets it.
+in each of them (``SHORT_JVM``; the test configuration gives flinkish's drivers and executors
+the same, ``TEST_JVM_OPTIONS``, and the Connect servers' executors get it too:
+tests/fixtures/connect_server.py). The product never sets it.
 """
 
 import os
@@ -20,8 +22,10 @@ import pytest
 
 pytest.register_assert_rewrite("tests.fixtures")  # imported here before its plugins load
 from tests.fixtures.flinkish_env import SHORT_JVM  # noqa: E402
+from tests.fixtures.spark_cluster import stop_shared_clusters  # noqa: E402
 
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_JVM)
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", SHORT_JVM)  # a standalone master and worker
 
 pytest_plugins = [
     # S3: a real moto server on loopback (s3_server, s3_bucket); see tests/fixtures/s3server.py
@@ -52,6 +56,8 @@ SHARED_CLUSTER_MODULES = frozenset(
         "tests/submission/test_upload.py",
     }
 )
+#: Their group's name.
+SHARED_GROUP = "shared-clusters"
 #: Packages whose modules share one fixture of a wider scope, so run on one worker together:
 #: the jobs' tests and their one SparkSession (tests/jobs/conftest.py).
 SHARED_PACKAGES = {"jobs"}
@@ -64,7 +70,7 @@ def group_of(nodeid: str) -> str:
     From the node id alone: pytest-xdist's controller, which schedules, collects nothing."""
     module = nodeid.split("::")[0]
     if module in SHARED_CLUSTER_MODULES:
-        return "shared-clusters"
+        return SHARED_GROUP
     parts = module.split("/")
     if len(parts) == 3 and parts[0] == "tests" and parts[1] in SHARED_PACKAGES:
         return f"tests/{parts[1]}"
@@ -122,4 +128,18 @@ def _longest_first(items: list, groups: dict[int, str]) -> None:
             kind = 1
         group = groups[id(item)]
         rank[group] = min(rank.get(group, 2), kind)
-    items.sort(key=lambda item: rank[groups[id(item)]])
+    # the shared clusters' group first of its kind, whole, also without pytest-xdist: its
+    # clusters stop when its last test is done (pytest_runtest_teardown)
+    items.sort(key=lambda item: (rank[groups[id(item)]], groups[id(item)] != SHARED_GROUP))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """After the shared clusters' last test, stop them (:func:`stop_shared_clusters`): the
+    rest of the suite would otherwise pay for a master, a worker, a Connect server and its
+    ``flinkish web`` idling for twenty minutes, and for their stop at the end. The group runs
+    whole on one worker (:func:`group_of`), so no later test of this worker needs them."""
+    result = yield
+    if nextitem is not None and group_of(item.nodeid) == SHARED_GROUP != group_of(nextitem.nodeid):
+        stop_shared_clusters()
+    return result

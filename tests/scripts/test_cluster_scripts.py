@@ -13,6 +13,7 @@ import generate_events as gen
 import pyspark
 import pytest
 
+from tests.fixtures.flinkish_env import SHORT_JVM
 from tests.fixtures.spark_cluster import (
     ROOT,
     START,
@@ -84,6 +85,7 @@ def test_start_submit_stop(tmp_path: Path) -> None:
                 *("--conf", "spark.ui.enabled=false"),
                 *("--conf", "spark.sql.shuffle.partitions=2"),
                 *("--executor-memory", "512m", "--total-executor-cores", "1"),
+                *("--conf", f"spark.executor.defaultJavaOptions={SHORT_JVM}"),
                 *("--py-files", str(zip_jobs(tmp_path))),
                 str(APP),
                 str(tmp_path / "orders"),
