@@ -249,9 +249,7 @@ print("\n".join(cds_lines))
 try:
     from flinkish_cli.spark import local_fs
 
-    jar = local_fs.jar_path(Path(os.environ["SPARK_HOME_ARG"]))
-    print(jar if jar is not None and local_fs.usable(jar) else "")
-    print(local_fs.CLASS)
+    local_fs.main(["--driver", os.environ["SPARK_HOME_ARG"]])
 except Exception:
     pass
 PY
@@ -260,10 +258,13 @@ read -r log_size log_max <<<"$(sed -n 1p <<<"$settings")"
 cds_conf_dir=$(sed -n 2p <<<"$settings")
 cds_options=$(sed -n 3p <<<"$settings")
 # flinkish's local file system for Hadoop (flinkish_cli/spark/local_fs.py; setup.sh makes its
-# jar): the server's files on local disk without a chmod process each. Last on the server's
-# class path (the CDS archive's stays its prefix), on the executors' (this machine's).
-local_fs_jar=$(sed -n 4p <<<"$settings")
-local_fs_class=$(sed -n 5p <<<"$settings")
+# jar): the server's files on local disk without a chmod process each; its class path and
+# settings as local_fs.driver_settings decides them (nothing without the jar).
+local_fs_classpath=$(sed -n 4p <<<"$settings")
+local_fs_confs=()
+while IFS= read -r setting; do
+  [ -z "$setting" ] || local_fs_confs+=(--conf "$setting")
+done < <(sed -n '5,$p' <<<"$settings")
 cat >"$dir/log4j2.properties" <<LOG4J
 # Written by flinkish's start-cluster.sh: each daemon's log rolls by size, as Flink's do.
 rootLogger.level = info
@@ -463,12 +464,7 @@ if [ $session = 1 ]; then
     fi
     SPARK_SUBMIT_OPTS="$(daemon_log connect) ${SPARK_SUBMIT_OPTS:-}"
     export SPARK_SUBMIT_OPTS
-    local_fs_confs=()
-    if [ -n "$local_fs_jar" ] && [ -n "$local_fs_class" ]; then
-      export SPARK_DIST_CLASSPATH="${SPARK_DIST_CLASSPATH:+$SPARK_DIST_CLASSPATH:}$local_fs_jar"
-      local_fs_confs=(--conf "spark.hadoop.fs.file.impl=$local_fs_class"
-        --conf "spark.executor.extraClassPath=$local_fs_jar")
-    fi
+    [ -z "$local_fs_classpath" ] || export SPARK_DIST_CLASSPATH="$local_fs_classpath"
     unset SPARK_REMOTE SPARK_CONNECT_MODE_ENABLED SPARK_LOCAL_REMOTE SPARK_API_MODE MASTER
     launch connect org.apache.spark.deploy.SparkSubmit \
       --class org.apache.spark.sql.connect.service.SparkConnectServer \

@@ -16,17 +16,15 @@ Hadoop's way.
   classes into a temporary name renamed into place. ``scripts/setup.sh`` runs it
   (``python -m flinkish_cli.spark.local_fs``); without ``javac`` (a JRE only) or when it
   fails, there is no jar and Spark runs as before.
-- ``scripts/start-cluster.sh --session`` gives the Connect server, when :func:`jar_path` is
-  :func:`usable`, ``spark.hadoop.fs.file.impl`` (:data:`CLASS`) and the jar on the
-  executors' class path (executors the script starts, on this machine); the server's own
-  class path takes the jar last (``SPARK_DIST_CLASSPATH``), after Spark's jars, so the class
-  path the drivers' class-data sharing archive was made with stays its prefix and the archive
-  still maps.
-
-A fresh driver with a local master (its executors in its JVM) uses it the same way
-(:func:`flinkish_cli.submission.spark_submit.build_command`): the jar last on its class path,
-where its class-data sharing archive (:mod:`.cds`) still maps. Drivers of other clusters do
-not: their executors run elsewhere, where the jar may not be.
+- :func:`driver_settings`: how a driver uses it, when :func:`jar_path` is :func:`usable`:
+  ``spark.hadoop.fs.file.impl`` (:data:`CLASS`), the jar last on the driver's class path
+  (``SPARK_DIST_CLASSPATH``, after Spark's jars, so the class path the drivers' class-data
+  sharing archive was made with stays its prefix and the archive still maps), and for
+  executors started on this machine the jar on their class path. A fresh driver with a local
+  master (its executors in its JVM: :func:`flinkish_cli.submission.spark_submit.build_command`)
+  and ``scripts/start-cluster.sh --session``'s Connect server (``--driver``, its executors the
+  script's own) use it. Drivers of other clusters do not: their executors run elsewhere,
+  where the jar may not be.
 """
 
 from __future__ import annotations
@@ -107,10 +105,38 @@ def build(spark_home: Path) -> tuple[Path | None, str]:
     return jar, f"made {jar}"
 
 
+def driver_settings(spark_home: Path, executors: bool = False) -> tuple[dict[str, str], str] | None:
+    """How a driver on this machine uses the jar, when :func:`jar_path` is :func:`usable`: its
+    Spark settings (``spark.hadoop.fs.file.impl``; with ``executors``, executors started on
+    this machine, ``spark.executor.extraClassPath`` too) and its ``SPARK_DIST_CLASSPATH``,
+    the environment's with the jar last, so that the class path the drivers' class-data
+    sharing archive was made with stays its prefix. None without a usable jar. The one
+    decision for both users: :func:`flinkish_cli.submission.spark_submit.build_command` and
+    ``scripts/start-cluster.sh --session`` (through :func:`main`'s ``--driver``)."""
+    jar = jar_path(spark_home)
+    if jar is None or not usable(jar):
+        return None
+    conf = {"spark.hadoop.fs.file.impl": CLASS}
+    if executors:
+        conf["spark.executor.extraClassPath"] = str(jar)
+    given = os.environ.get("SPARK_DIST_CLASSPATH")
+    return conf, f"{given}{os.pathsep}{jar}" if given else str(jar)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m flinkish_cli.spark.local_fs [SPARK_HOME]``: make the jar (for pyspark's
-    Spark by default). Always exits 0: without the jar, Hadoop's own file system is used."""
+    Spark by default). Always exits 0: without the jar, Hadoop's own file system is used.
+
+    ``--driver SPARK_HOME``: print :func:`driver_settings` with executors for a shell script,
+    nothing without a usable jar: the ``SPARK_DIST_CLASSPATH`` on the first line, then one
+    ``key=value`` Spark setting a line."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--driver"]:
+        settings = driver_settings(Path(args[1]), executors=True) if len(args) > 1 else None
+        if settings is not None:
+            conf, classpath = settings
+            print("\n".join([classpath, *(f"{key}={value}" for key, value in conf.items())]))
+        return 0
     try:
         from flinkish_cli.spark.install import named_spark_home
 

@@ -295,11 +295,11 @@ def build_command(
     if deployment.target == LOCAL:  # executors in the driver's JVM: the jar is everywhere
         from flinkish_cli.spark import local_fs
 
-        jar = local_fs.jar_path(pyspark_home())
-        if jar is not None and local_fs.usable(jar):
-            properties.setdefault("spark.hadoop.fs.file.impl", local_fs.CLASS)
-            given = os.environ.get("SPARK_DIST_CLASSPATH")
-            env["SPARK_DIST_CLASSPATH"] = f"{given}{os.pathsep}{jar}" if given else str(jar)
+        local = local_fs.driver_settings(pyspark_home())
+        if local is not None:
+            conf, env["SPARK_DIST_CLASSPATH"] = local
+            for key, value in conf.items():
+                properties.setdefault(key, value)
     return SubmitCommand(argv=argv, env=env, properties=properties, cds_missing=cds_missing)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import generate_events as gen
 import pytest
 
-from flinkish_cli.spark import cds
+from flinkish_cli.spark import cds, local_fs
 from flinkish_cli.spark.install import pyspark_home
 from tests.fixtures.connect_server import (
     ConnectServer,
@@ -115,6 +116,13 @@ def test_session_cluster_serves_a_streaming_job_and_stops(
         assert last_batch_counts(tmp_path / "out") == dict(expected)
         # The query's checkpoint, written by the server, is readable here.
         assert (tmp_path / "checkpoint" / "commits" / "0").is_file()
+        # ... through flinkish's local file system when setup.sh made its jar: the server's
+        # JVM loaded its class from the jar, which it holds open (what the JVM really did).
+        local = local_fs.driver_settings(pyspark_home())
+        if local is not None:
+            jar = local[1].rsplit(os.pathsep, 1)[-1]
+            fds = Path(f"/proc/{pid}/fd")
+            assert jar in {os.path.realpath(fd) for fd in fds.iterdir()}, "no local file system"
         # Its foreachBatch worker was forked ready by the fork server (the warm-up's and
         # this app's), not started cold.
         forks = (cluster_dir / "logs" / "worker-fork.log").read_text()

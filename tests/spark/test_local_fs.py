@@ -89,3 +89,29 @@ def test_without_the_source_or_spark_there_is_no_jar(tmp_path: Path) -> None:
     made, said = local_fs.build(tmp_path)
     assert made is None and "no Hadoop jar" in said
     assert not local_fs.usable(tmp_path / "missing.jar")
+
+
+def test_a_driver_takes_the_jar_last_and_executors_here_take_it_too(
+    jar: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SPARK_DIST_CLASSPATH", "/opt/hadoop/conf")
+    conf, classpath = local_fs.driver_settings(pyspark_home()) or ({}, "")
+    assert conf == {"spark.hadoop.fs.file.impl": local_fs.CLASS}
+    assert classpath == f"/opt/hadoop/conf{os.pathsep}{jar}"  # after the user's, never before
+    # what scripts/start-cluster.sh reads for its Connect server, whose executors it starts
+    assert local_fs.main(["--driver", str(pyspark_home())]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        classpath,
+        f"spark.hadoop.fs.file.impl={local_fs.CLASS}",
+        f"spark.executor.extraClassPath={jar}",
+    ]
+    monkeypatch.delenv("SPARK_DIST_CLASSPATH")
+    assert local_fs.driver_settings(pyspark_home()) == (conf, str(jar))
+
+
+def test_without_a_jar_a_driver_gets_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert local_fs.driver_settings(tmp_path) is None
+    assert local_fs.main(["--driver", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == ""
