@@ -7,6 +7,8 @@
 # its jobs' and the polls'; a test module always runs whole on one worker, so its module
 # fixtures start once, and the modules of the shared Connect server and standalone cluster
 # share one worker; the groups go out longest first: tests/conftest.py; 0 runs serially).
+# FLINKISH_TEST_CPU=FILE writes each test's CPU-seconds, every process it starts included, to
+# FILE.<worker> (root only: tests/fixtures/cpu_accounting.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test

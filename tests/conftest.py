@@ -38,6 +38,8 @@ pytest_plugins = [
     "tests.fixtures.connect_server",
     # flink: Apache Flink's own CLI (bin/flink), the reference client of flinkish web
     "tests.fixtures.flink_cli",
+    # FLINKISH_TEST_CPU=FILE: each test's CPU, every process it starts included
+    "tests.fixtures.cpu_accounting",
 ]
 
 
