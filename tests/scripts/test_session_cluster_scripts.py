@@ -118,11 +118,10 @@ def test_session_cluster_serves_a_streaming_job_and_stops(
         assert (tmp_path / "checkpoint" / "commits" / "0").is_file()
         # ... through flinkish's local file system when setup.sh made its jar: the server's
         # JVM loaded its class from the jar, which it holds open (what the JVM really did).
-        local = local_fs.driver_settings(pyspark_home())
-        if local is not None:
-            jar = local[1].rsplit(os.pathsep, 1)[-1]
-            fds = Path(f"/proc/{pid}/fd")
-            assert jar in {os.path.realpath(fd) for fd in fds.iterdir()}, "no local file system"
+        jar = local_fs.jar_path(pyspark_home())
+        if jar is not None and local_fs.usable(jar):
+            held = {os.path.realpath(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+            assert str(jar) in held, "no local file system"
         # Its foreachBatch worker was forked ready by the fork server (the warm-up's and
         # this app's), not started cold.
         forks = (cluster_dir / "logs" / "worker-fork.log").read_text()
