@@ -35,12 +35,14 @@ if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip
   echo "ERROR: installing flinkish failed (full output in $log); check the network access to PyPI." >&2
   exit 1
 fi
+# Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
+# each start; made once per Spark, Java and flinkish version, in about 45 s: in the background,
+# at the lowest CPU priority, while the set-up goes on; a job started before it is ready runs
+# without it; never fails the set-up).
+.venv/bin/python -m flinkish_cli.spark.cds --background || true
 # Bytecode, as pip compiles a wheel's at install: the editable install leaves the package as
 # source, and a shell with PYTHONDONTWRITEBYTECODE set would compile it again in every process.
 .venv/bin/python -m compileall -q flinkish_cli >/dev/null || true
-# Class-data sharing: an archive of Spark's classes that every fresh driver maps (seconds off
-# each start; made once per Spark, Java and flinkish version; never fails the set-up).
-.venv/bin/python -m flinkish_cli.spark.cds || true
 # flinkish's local file system for Hadoop (a session cluster's files without a chmod process
 # each; needs javac; never fails the set-up).
 .venv/bin/python -m flinkish_cli.spark.local_fs || true
@@ -63,4 +65,6 @@ if [ "${1:-}" = "--test" ]; then
   fi
   .venv/bin/python -c 'from benchmarks.flink import install, venv_dir; install(venv_dir())' ||
     echo "WARNING: Apache Flink's CLI could not be installed; its tests will say why." >&2
+  # The tests' drivers map the class-data sharing archive: wait for it.
+  .venv/bin/python -m flinkish_cli.spark.cds || true
 fi

@@ -53,8 +53,8 @@ from flinkish_cli.state.source import QuerySource, StateSource
 MASTER = "local[2]"
 #: What the user sees before Spark starts (on a terminal, or with --verbose).
 STARTING = "Starting Spark to read the state..."
-#: ``state show --key``: matching rows are collected in one scan up to this many; past it,
-#: Spark orders them itself.
+#: ``state show``: a store's rows (a key's, with ``--key``) are collected in one scan up to
+#: this many and ordered here; past it, Spark counts and orders them itself (three scans).
 COLLECT_LIMIT = 10_000
 #: The columns of a store's rows that are not its value.
 _NOT_VALUE = ("key", "partition_id")
@@ -234,11 +234,10 @@ class StateReader:
         ).withColumn("b", F.octet_length("k") + F.coalesce(F.octet_length("v"), F.lit(0)))
         result = StoreRows(query.name, operator.operator_id, store.name, query.batch)
         try:
-            if key is not None:
-                collected = sized.limit(COLLECT_LIMIT + 1).collect()
-                if len(collected) <= COLLECT_LIMIT:
-                    result.rows, result.total = _biggest_first(collected, limit), len(collected)
-                    return result
+            collected = sized.limit(COLLECT_LIMIT + 1).collect()
+            if len(collected) <= COLLECT_LIMIT:
+                result.rows, result.total = _biggest_first(collected, limit), len(collected)
+                return result
             result.total = int(frame.count())
             if _unique_keys(store):
                 top = sized.orderBy(F.desc("b"), "k").limit(limit).collect()
@@ -328,7 +327,8 @@ def _value_column(values: list[Any]) -> Any:
 def _biggest_first(rows: list[Any], limit: int) -> list[StateRow]:
     """Rows (``k``, ``v``, ``partition``, ``b``, and their key's ``n`` rows and ``kb``
     bytes when Spark summed them) ordered by their key's size: its bytes, then its number
-    of rows, then the key's JSON; at most ``limit``."""
+    of rows, then the key's JSON; a key's rows biggest first, then by the value's JSON (as
+    Spark orders them); at most ``limit``."""
     sizes: dict[str, tuple[int, int]] = {}
     summed = bool(rows) and "kb" in rows[0].asDict()
     for row in rows:
@@ -337,7 +337,9 @@ def _biggest_first(rows: list[Any], limit: int) -> list[StateRow]:
         else:
             size = sizes.get(row["k"], (0, 0))
             sizes[row["k"]] = (size[0] + int(row["b"]), size[1] + 1)
-    ordered = sorted(rows, key=lambda r: (-sizes[r["k"]][0], -sizes[r["k"]][1], r["k"], -r["b"]))
+    ordered = sorted(
+        rows, key=lambda r: (-sizes[r["k"]][0], -sizes[r["k"]][1], r["k"], -r["b"], r["v"] or "")
+    )
     return [
         StateRow(
             key=json.loads(row["k"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -170,3 +171,54 @@ def test_archives_of_other_installations_are_pruned(tmp_path: Path) -> None:
         "driver-new.jsa",
         "driver-recent.jsa",
     ]
+
+
+@pytest.fixture
+def fake_spark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A Spark installation with no ``spark-submit`` (so a builder fails at once), a private
+    cache, and where its archive would go."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    archive = cds.archive_path(home)
+    assert archive is not None
+    return home, archive
+
+
+def test_making_the_archive_waits_for_the_builder_already_making_it(
+    fake_spark: tuple[Path, Path],
+) -> None:
+    home, archive = fake_spark
+    lock = archive.with_name(archive.name + ".building")
+    archive.parent.mkdir(parents=True)
+    lock.touch()
+
+    def the_builder_finishes() -> None:
+        time.sleep(1.0)
+        archive.write_bytes((0xF00BABA8).to_bytes(4, sys.byteorder) + b" classes")
+        lock.unlink()
+
+    builder = threading.Thread(target=the_builder_finishes)
+    builder.start()
+    made, said = cds.build(home)
+    builder.join()
+    assert made == archive and "in the background (waited" in said, said
+
+
+def test_a_foreground_build_holds_the_lock_and_releases_it(fake_spark: tuple[Path, Path]) -> None:
+    home, archive = fake_spark
+    made, said = cds.build(home)
+    assert made is None and "making it failed" in said, said  # no spark-submit there
+    assert not archive.with_name(archive.name + ".building").exists()
+    assert not list(archive.parent.glob("*.tmp"))
+
+
+def test_setup_starts_the_builder_in_the_background_and_returns(
+    fake_spark: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home, archive = fake_spark
+    assert cds.main(["--background", str(home)]) == 0
+    assert "being made in the background" in capsys.readouterr().out
+    lock = archive.with_name(archive.name + ".building")
+    _wait_for(lambda: not lock.exists(), "the builder to release its lock", timeout=60)
+    assert "making it failed" in (archive.parent / "build.log").read_text()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -262,9 +264,27 @@ def test_ls_lists_every_operator_with_its_stores_schemas_rows_and_bytes(job: Sta
     assert "Starting Spark" not in text
 
 
+#: ``flinkish state ARGS`` with every store counted and ordered by Spark, as a store too big to
+#: collect is (the job's stores are small enough to be collected and ordered in Python).
+SPARK_ORDERED = (
+    "import sys; from flinkish_cli.state import reader; reader.COLLECT_LIMIT = 0; "
+    "from flinkish_cli.cli.main import main; sys.argv[0] = 'flinkish'; main()"
+)
+
+
 def test_show_gives_each_stores_rows_biggest_keys_first(job: StateJob) -> None:
     shown = job.state_json("show", job.savepoint, "--limit", "4")
     by_store = {(s["query"], s["store"]): s for s in shown["stores"]}
+    args = ("state", "show", job.savepoint, "--limit", "4", "--output", "json")
+    ordered_by_spark = subprocess.run(
+        [sys.executable, "-c", SPARK_ORDERED, *args],
+        env=job.env.environ(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert json.loads(ordered_by_spark.stdout) == shown
     for name, store in by_store.items():
         sizes = [(r["key-bytes"], r["key-rows"]) for r in store["rows"]]
         assert sizes == sorted(sizes, reverse=True), name
