@@ -45,6 +45,9 @@ from flinkish_cli.spark.install import java_binary
 _DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
 #: The program whose classes go into the archive (its text is part of the archive's name).
 WORKLOAD = Path(__file__).resolve().parent.parent / "runtime" / "entry" / "cds_workload.py"
+#: The builder's command (``python -m``; never ``__name__``, which is ``__main__`` when this
+#: module runs as one).
+MODULE = "flinkish_cli.spark.cds"
 #: A builder that has not finished in this long is taken for dead and its lock ignored.
 BUILD_TIMEOUT = 600.0
 #: The builder's JVM: quiet, the first compiler tier alone and the serial collector (the
@@ -185,14 +188,15 @@ def build_in_background(spark_home: Path, archive: Path) -> bool:
         return False  # another builder holds the lock, or the cache is not writable
     try:
         with open(archive.parent / "build.log", "ab") as out:
-            subprocess.Popen(
-                [sys.executable, "-m", __name__, "--lock", str(lock), str(spark_home)],
+            builder = subprocess.Popen(
+                [sys.executable, "-m", MODULE, "--lock", str(lock), str(spark_home)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 start_new_session=True,
                 preexec_fn=lambda: os.nice(19),
             )
+        lock.write_text(str(builder.pid))  # the lock is the builder's, not this process's
         return True
     except OSError:
         with contextlib.suppress(OSError):
@@ -200,29 +204,47 @@ def build_in_background(spark_home: Path, archive: Path) -> bool:
         return False
 
 
-def _take_lock(lock: Path) -> bool:
-    """Take the builder's lock (one stale past :data:`BUILD_TIMEOUT` is a dead builder's and
-    is taken over); False when a live builder holds it or the cache is not writable."""
+def _holder_alive(lock: Path) -> bool:
+    """Whether ``lock`` is held by a live builder: it exists, is younger than
+    :data:`BUILD_TIMEOUT`, and the process whose id it holds (when it holds one) runs."""
     try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            if time.time() - lock.stat().st_mtime > BUILD_TIMEOUT:
-                lock.unlink()
-        os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        return True
+        if time.time() - lock.stat().st_mtime > BUILD_TIMEOUT:
+            return False
+        text = lock.read_text().strip()
     except OSError:
         return False
+    if not text.isdigit():
+        return True  # being taken: its holder writes its id next
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
+
+
+def _take_lock(lock: Path, pid: int | None = None) -> bool:
+    """Take the builder's lock for process ``pid`` (this one by default); a dead builder's
+    (its process gone, or older than :data:`BUILD_TIMEOUT`) is taken over. False when a live
+    builder holds it or the cache is not writable."""
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        if lock.exists() and not _holder_alive(lock):
+            with contextlib.suppress(OSError):
+                lock.unlink()
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return False
+    with os.fdopen(fd, "w") as handle:
+        handle.write(str(os.getpid() if pid is None else pid))
+    return True
 
 
 def _wait_for_builder(lock: Path, timeout: float, poll: float = 0.5) -> None:
     """Wait while a live builder holds ``lock``, at most ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if time.time() - lock.stat().st_mtime > BUILD_TIMEOUT:
-                return
-        except OSError:
-            return
+    while time.monotonic() < deadline and _holder_alive(lock):
         time.sleep(poll)
 
 

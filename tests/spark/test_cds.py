@@ -10,6 +10,7 @@ mapped (``/proc/<pid>/maps``).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -19,6 +20,8 @@ import pytest
 
 from flinkish_cli.spark import cds
 from tests.fixtures.flinkish_env import FlinkishEnv, write_events
+
+TEXT = {"capture_output": True, "text": True, "timeout": 60}
 
 
 def _jvm_of(env: FlinkishEnv, job_id: str) -> int:
@@ -222,3 +225,36 @@ def test_setup_starts_the_builder_in_the_background_and_returns(
     lock = archive.with_name(archive.name + ".building")
     _wait_for(lambda: not lock.exists(), "the builder to release its lock", timeout=60)
     assert "making it failed" in (archive.parent / "build.log").read_text()
+
+
+def test_a_lock_whose_builder_died_is_not_waited_for(fake_spark: tuple[Path, Path]) -> None:
+    """A builder that died at once (here: a process that exited) leaves its lock: the next
+    build takes it over at once instead of waiting for it to age."""
+    home, archive = fake_spark
+    lock = archive.with_name(archive.name + ".building")
+    archive.parent.mkdir(parents=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **TEXT)
+    lock.write_text(gone.stdout.strip())
+    started = time.monotonic()
+    made, said = cds.build(home)
+    assert made is None and "making it failed" in said, said
+    assert time.monotonic() - started < cds.BUILD_TIMEOUT / 10
+    assert not lock.exists()
+
+
+def test_the_background_builder_runs_as_a_module_and_holds_the_lock(
+    fake_spark: tuple[Path, Path],
+) -> None:
+    """``python -m flinkish_cli.spark.cds --background`` (scripts/setup.sh) starts the builder
+    by its module's name; the lock holds the builder's process id until it is done."""
+    home, archive = fake_spark
+    started = subprocess.run(
+        [sys.executable, "-m", "flinkish_cli.spark.cds", "--background", str(home)],
+        check=True,
+        **TEXT,
+    )
+    assert "being made in the background" in started.stdout, started
+    lock = archive.with_name(archive.name + ".building")
+    _wait_for(lambda: not lock.exists(), "the builder to release its lock", timeout=60)
+    log = (archive.parent / "build.log").read_text()
+    assert "making it failed" in log and "Error while finding module" not in log, log
