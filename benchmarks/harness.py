@@ -654,7 +654,7 @@ class S3Server:
 def s3_server(workspace: Workspace) -> Iterator[S3Server]:
     """Start ``python -m moto.server`` on 127.0.0.1 and a free port; stop it afterwards."""
     if importlib.util.find_spec("moto") is None:
-        raise BenchError("moto is not installed in this environment (pip install 'moto[server]').")
+        raise BenchError("moto is not installed in this environment (pip install -e '.[test]').")
     log_path = workspace.dir("s3") / "moto.log"
     env = clean_env(
         {
