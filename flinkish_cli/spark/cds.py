@@ -224,10 +224,10 @@ def _holder_alive(lock: Path) -> bool:
     return True
 
 
-def _take_lock(lock: Path, pid: int | None = None) -> bool:
-    """Take the builder's lock for process ``pid`` (this one by default); a dead builder's
-    (its process gone, or older than :data:`BUILD_TIMEOUT`) is taken over. False when a live
-    builder holds it or the cache is not writable."""
+def _take_lock(lock: Path) -> bool:
+    """Take the builder's lock for this process (:func:`build_in_background` hands it to its
+    builder); a dead builder's (its process gone, or older than :data:`BUILD_TIMEOUT`) is
+    taken over. False when a live builder holds it or the cache is not writable."""
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
         if lock.exists() and not _holder_alive(lock):
@@ -237,7 +237,7 @@ def _take_lock(lock: Path, pid: int | None = None) -> bool:
     except OSError:
         return False
     with os.fdopen(fd, "w") as handle:
-        handle.write(str(os.getpid() if pid is None else pid))
+        handle.write(str(os.getpid()))
     return True
 
 
