@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything and run the whole test suite (what CI runs): lint, the import layers
 # (pyproject.toml's [tool.importlinter] contracts), then pytest.
-# FLINKISH_SOAK_ROUNDS sets the rounds of the kill tests (CI keeps the short default).
+# FLINKISH_SOAK_ROUNDS runs the suite's long form (tests/fixtures/long_form.py) with that many
+# rounds of the kill tests; CI runs the gate, without it.
 # FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 2: one per core here; three kept
 # the cores busy but took 26 min against 23: much of a test's CPU grows with its wall time,
 # its jobs' and the polls'; a test module always runs whole on one worker, so its module

@@ -1,9 +1,9 @@
 """The benchmark's quick version, end to end on real Spark: it completes and its results are
 well formed (every row has its measured figures, its reference and its ratio).
 
-The short form (the default run, CI) runs two sections: the command line's start (no Spark)
-and a bounded backlog (Spark); every section runs with ``pytest -m soak`` and
-``FLINKISH_SOAK_ROUNDS`` set (each section's own code is also tested in ``test_sections.py``).
+The gate (CI) runs the harness end to end on one section, the command line's start (no
+Spark); the suite's long form (:mod:`tests.fixtures.long_form`) runs every section, Spark's
+included (each section's own code is also tested in ``test_sections.py``).
 
 Speed goals are reported by the benchmark, never asserted here: this machine's load decides
 the figures, not the code under test.
@@ -21,20 +21,20 @@ import pytest
 
 from benchmarks.main import SECTIONS
 from benchmarks.report import validate
+from tests.fixtures.long_form import LONG_FORM
 
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-SHORT_FORM = ["backlog", "cli"]
-EVERY_SECTION = "FLINKISH_SOAK_ROUNDS" in os.environ
+SHORT_FORM = ["cli"]
 
 
 @pytest.mark.soak
 @pytest.mark.timeout(1200)
 def test_quick_benchmark_completes_and_writes_well_formed_results(tmp_path: Path) -> None:
-    sections = list(SECTIONS) if EVERY_SECTION else SHORT_FORM
+    sections = list(SECTIONS) if LONG_FORM else SHORT_FORM
     markdown, results = tmp_path / "benchmarks.md", tmp_path / "results.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLINK", "PYSPARK", "BENCH_"))}
     env["BENCH_PYTHON"] = sys.executable

@@ -1,7 +1,9 @@
 """The soak in its short form (the suite's; ``scripts/soak`` runs it for hours): a job with
 input, periodic savepoints, ``flinkish web`` polled, two JVM kills and an upgrade, on real
 Spark, ends exactly once, with the log bounded by its roll and the report well formed.
-Growth figures are reported, never asserted: two minutes say nothing of an hour."""
+Growth figures are reported, never asserted: two minutes say nothing of an hour. It runs in
+the suite's long form only (:mod:`tests.fixtures.long_form`): each of its parts has its own
+test in the gate."""
 
 from __future__ import annotations
 
@@ -11,8 +13,13 @@ import pytest
 
 from benchmarks.harness import Workspace
 from benchmarks.soak import LOG_MAX, Soak, SoakParams, report
+from tests.fixtures.long_form import GATE_SKIPS, LONG_FORM
 
-pytestmark = [pytest.mark.spark, pytest.mark.soak]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.soak,
+    pytest.mark.skipif(not LONG_FORM, reason=GATE_SKIPS),
+]
 
 
 def test_a_short_soak_ends_exactly_once(tmp_path: Path) -> None:

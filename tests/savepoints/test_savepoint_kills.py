@@ -63,6 +63,7 @@ from flinkish_cli.savepoints.restore import open_source, plan_restore, restore_q
 from flinkish_cli.storage import LocalStorage
 from flinkish_cli.submission.submit import RunRequest
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv
+from tests.fixtures.long_form import LONG_FORM
 from tests.fixtures.savepoint_files import assert_whole, tree
 from tests.savepoints.checkpoints import fake_checkpoint
 from tests.savepoints.kill_points import KillSpec, take_savepoint_and_die
@@ -71,7 +72,7 @@ JOB = "c0ffee" + "0" * 26
 COMMITTED = {"counts": 2, "raw": 1}  # each query's last committed batch
 MODES = {"links": True, "copies": False}
 #: The soak form kills after every change; the short form after a few of each step.
-EVERY_CHANGE = "FLINKISH_SOAK_ROUNDS" in os.environ
+EVERY_CHANGE = LONG_FORM
 
 pytestmark = pytest.mark.soak
 

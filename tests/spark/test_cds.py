@@ -10,6 +10,8 @@ mapped (``/proc/<pid>/maps``).
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.spark import cds
+from flinkish_cli.spark.install import pyspark_home
 from tests.fixtures.flinkish_env import FlinkishEnv, write_events
 
 TEXT = {"capture_output": True, "text": True, "timeout": 60}
@@ -59,41 +62,64 @@ def _wait_for(predicate, what: str, timeout: float = 600.0) -> None:
         time.sleep(0.5)
 
 
+def _builder_of(lock: Path) -> int | None:
+    """The live builder that holds ``lock`` (its process id), None while there is none."""
+    try:
+        pid = int(lock.read_text().strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if cds.MODULE.encode() in command else None
+
+
+def _the_setups_archive() -> Path:
+    """The archive in the user's cache, which ``scripts/setup.sh --test`` makes before the
+    tests (made here, by the same builder, when the tests run without that step)."""
+    archive = cds.archive_path(pyspark_home())
+    assert archive is not None
+    if not cds.usable(archive):
+        made, said = cds.build(pyspark_home())
+        assert made == archive, said
+    return archive
+
+
 @pytest.mark.spark
-def test_the_first_job_makes_the_archive_and_later_drivers_map_it(
-    flinkish_env: FlinkishEnv, tmp_path: Path
+def test_the_first_job_starts_the_archive_and_drivers_map_it_or_say_it_was_refused(
+    flinkish_env: FlinkishEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"  # a user who never ran scripts/setup.sh's step
 
-    # 1. no archive yet: the job runs without one and says so once; one is made meanwhile
+    # 1. no archive yet: the job runs without one and says so once, and a builder (the one
+    #    scripts/setup.sh runs, which made the archive of step 2) starts making it meanwhile;
+    #    stopped here, as a builder killed at any moment is (its lock is then taken over)
     first = _start(flinkish_env, cache)
     _wait_for(lambda: "class-data sharing archive" in _log(flinkish_env, first), "the log line")
     said = [line for line in _log(flinkish_env, first).splitlines() if "class-data" in line]
     assert len(said) == 1 and "making one in the background" in said[0], said
-    archives = lambda: list((cache / "flinkish" / "cds").glob("driver-*.jsa"))  # noqa: E731
-    _wait_for(lambda: len(archives()) == 1 and cds.usable(archives()[0]), "the archive")
-    archive = archives()[0]
-    assert not list(archive.parent.glob("*.tmp")), "a partial archive was left behind"
+    [lock] = (cache / "flinkish" / "cds").glob("driver-*.jsa.building")
+    _wait_for(lambda: _builder_of(lock) is not None, "the builder")
+    os.killpg(_builder_of(lock), signal.SIGKILL)  # type: ignore[arg-type]
     flinkish_env.run("cancel", first, check=True)
 
-    # 2. the next driver maps it
-    second = _start(flinkish_env, cache)
+    # 2. a driver maps the archive of its Spark, Java and flinkish (the user's cache)
+    archive = _the_setups_archive()
+    second = _start(flinkish_env, Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"))
     assert str(archive) in _mapped(_jvm_of(flinkish_env, second))
     assert "class-data" not in _log(flinkish_env, second).lower()
     flinkish_env.run("cancel", second, check=True)
 
-    # 3. an archive the JVM refuses (the class path changed under it): one line in the
-    #    job's log, nothing on the job's output, and the job runs
-    stray = cache / "flinkish" / "spark-conf" / "spark-defaults.conf"
-    stray.write_text("# a file on the class path makes the archive unusable\n")
-    try:
-        third = _start(flinkish_env, cache)
-        assert str(archive) not in _mapped(_jvm_of(flinkish_env, third))
-        refused = [line for line in _log(flinkish_env, third).splitlines() if "[cds" in line]
-        assert len(refused) == 1, refused
-        flinkish_env.run("cancel", third, check=True)
-    finally:
-        stray.unlink()
+    # 3. an archive the JVM refuses (made for another class path: the other cache's
+    #    configuration directory): one line in the job's log, nothing on the job's output,
+    #    and the job runs
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    elsewhere = cds.archive_path(pyspark_home())
+    assert elsewhere is not None and elsewhere != archive
+    shutil.copyfile(archive, elsewhere)
+    third = _start(flinkish_env, cache)
+    assert str(elsewhere) not in _mapped(_jvm_of(flinkish_env, third))
+    refused = [line for line in _log(flinkish_env, third).splitlines() if "[cds" in line]
+    assert len(refused) == 1, refused
+    flinkish_env.run("cancel", third, check=True)
 
 
 def test_a_damaged_archive_is_removed_and_made_again(tmp_path: Path, monkeypatch) -> None:
