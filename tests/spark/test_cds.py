@@ -98,12 +98,14 @@ def test_the_first_job_starts_the_archive_and_drivers_map_it_or_say_it_was_refus
     assert len(said) == 1 and "making one in the background" in said[0], said
     [lock] = (cache / "flinkish" / "cds").glob("driver-*.jsa.building")
     _wait_for(lambda: _builder_of(lock) is not None, "the builder")
-    os.killpg(_builder_of(lock), signal.SIGKILL)  # type: ignore[arg-type]
+    builder = _builder_of(lock)
+    assert builder is not None
+    os.killpg(builder, signal.SIGKILL)  # its session: the builder, spark-submit and the JVM
     flinkish_env.run("cancel", first, check=True)
 
     # 2. a driver maps the archive of its Spark, Java and flinkish (the user's cache)
     archive = _the_setups_archive()
-    second = _start(flinkish_env, Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"))
+    second = _start(flinkish_env, cds.cache_dir().parent)
     assert str(archive) in _mapped(_jvm_of(flinkish_env, second))
     assert "class-data" not in _log(flinkish_env, second).lower()
     flinkish_env.run("cancel", second, check=True)
