@@ -1,5 +1,5 @@
-"""The benchmark's quick version, end to end on real Spark: it completes and its results are
-well formed (every row has its measured figures, its reference and its ratio).
+"""The benchmark's quick version, end to end: it completes and its results are well formed
+(every row has its measured figures, its reference and its ratio).
 
 The gate (CI) runs the harness end to end on one section, the command line's start (no
 Spark); the suite's long form (:mod:`tests.fixtures.long_form`) runs every section, Spark's
