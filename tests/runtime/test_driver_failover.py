@@ -423,35 +423,55 @@ def _wait_gone(pid: int, timeout: float = 15) -> bool:
 
 
 def test_an_interrupted_restore_and_rescale_are_redone(job: Job) -> None:
-    """A job resumed from a savepoint at a new parallelism: its first driver dies (the JVM)
-    after copying the savepoint's state, its second (the Python driver) after repartitioning
-    it; each restarted driver restores it again, and the third runs on it."""
+    """A job resumed from a RocksDB savepoint at a new parallelism (``-p 2``, then ``-p 3``),
+    claiming it: its first driver dies (the JVM) after copying the savepoint's state, its
+    second (the Python driver) after repartitioning it; each restarted driver restores it
+    again, and the third runs on it. The claimed savepoint is untouched until the rescaled
+    job has committed, then deleted; the output is exactly once, and the job's own savepoint
+    holds its state in three partitions."""
     job.env.write_conf({"state.backend.type": "rocksdb"})
     for _ in range(3):
         job.add_file()
-    job_id = job.start()
+    job_id = job.start("-p", "2")
     job.wait_for_commits(job_id)
     savepoint = job.stop(job_id)
-    before = {
-        p.relative_to(savepoint): p.read_bytes() for p in Path(savepoint).rglob("*") if p.is_file()
-    }
 
     job.add_file()
     faults = "restore-copied:jvm,restore-repartitioned:python"
-    rescaled = job.start("-s", savepoint, "-p", "3", extra_env={"FLINKISH_TEST_FAULT": faults})
+    rescaled = job.start(
+        "-s",
+        savepoint,
+        "-p",
+        "3",
+        "--claimMode",
+        "claim",
+        extra_env={"FLINKISH_TEST_FAULT": faults},
+    )
     status = job.wait_running_again(rescaled, 2, -1)
     first, second = (failure["cause"] for failure in status["exceptions"])
     assert "Spark's JVM" in first and "Python driver was killed" in second, status["exceptions"]
     log = job.env.run("logs", rescaled, check=True).stdout
+    # the second and third drivers repartitioned the savepoint's state: the first two left
+    # the claimed savepoint whole
     assert log.count("Repartitioning the state of query 'counts'") == 2
     assert "was interrupted" in log
     job.wait_for_commits(rescaled, job.last_commit(rescaled, "raw"))
-    # the savepoint was never modified (no_claim)
-    after = {
-        p.relative_to(savepoint): p.read_bytes() for p in Path(savepoint).rglob("*") if p.is_file()
-    }
-    assert after == before
-    job.env.run("cancel", rescaled, check=True)
+    deadline = time.monotonic() + 60
+    while Path(savepoint).exists():  # claimed: deleted once the job has its own checkpoints
+        assert time.monotonic() < deadline, "the claimed savepoint was not taken over"
+        time.sleep(0.5)
+    deadline = time.monotonic() + 240
+    while not job.caught_up():
+        assert time.monotonic() < deadline, "the rescaled job does not catch up"
+        time.sleep(0.5)
+    final = job.stop(rescaled)
+    job.assert_exactly_once("after an interrupted restore and rescale")
+    info = job.env.run("savepoint", "info", final, "--output", "json", check=True).stdout
+    counts = next(q for q in json.loads(info)["queries"] if q["name"] == "counts")
+    assert counts["shuffle-partitions"] == 3
+    assert counts["stateful-operators"][0]["partitions"] == 3
+    keys = {row["key"] for row in job.rows}
+    assert counts["stateful-operators"][0]["rows"] == {"default": len(keys)}
 
 
 def test_an_attached_cli_killed_with_sae_cancels_the_job(job: Job) -> None:

@@ -14,9 +14,12 @@ import pytest
 
 from flinkish_cli.registry.logroll import rolled
 from tests.fixtures.cycle import Cycle
-from tests.fixtures.flinkish_env import FlinkishEnv
+from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of
 
 BATCH_LINE = re.compile(r"Query '(\w+)' batch (\d+): \d+ rows in \d+ ms")
+#: The line the job prints per ``counts`` batch (``--print-per-batch``), and its length.
+PRINTED_LINE = re.compile(r"^counts batch (\d+) written: (\.*)$", re.MULTILINE)
+PRINTED = 1000
 #: A line of Spark's own at INFO, as flinkish's log4j layout writes it.
 SPARK_INFO = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO ", re.MULTILINE)
 
@@ -35,7 +38,10 @@ def test_the_log_rolls_keeps_env_log_max_files_and_logs_f_reads_across_every_rol
     env.write_conf({"flinkish.log.max-file-size": "4 kb", "env.log.max": 2})
     cycle = Cycle(env)
     cycle.add_input(2)
-    job = cycle.start()
+    # The job prints a line per batch, as jobs do (its standard output is its log's too): the
+    # log rolls in about ten batches, where flinkish's own lines alone took forty.
+    printing = ("--print-per-batch", str(PRINTED))
+    job = job_id_of(env.run("run", "-d", *cycle.args(), *printing, check=True).stdout)
     log = env.logs / f"flinkish-{job}.log"
     follower = env.popen("logs", "-f", job)
     try:
@@ -64,6 +70,10 @@ def test_the_log_rolls_keeps_env_log_max_files_and_logs_f_reads_across_every_rol
         kept = [int(b) for q, b in BATCH_LINE.findall(text) if q == query]
         assert kept[0] > 0 and kept == seen[-len(kept) :]
     assert "started (id" in followed and f"Job {job} ended CANCELED." in followed
+    # and every line the job printed, whole, once, in order
+    printed = [int(b) for b, dots in PRINTED_LINE.findall(followed) if len(dots) == PRINTED]
+    assert printed == list(range(len(printed))) and printed, PRINTED_LINE.findall(followed)
+    assert followed.count(" written: ") == len(printed)
 
 
 def _all(log: Path) -> str:

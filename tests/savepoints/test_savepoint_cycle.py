@@ -1,4 +1,5 @@
-"""Savepoints end to end on real Spark: trigger, stop, resume, rescale, on local disk and S3.
+"""Savepoints end to end on real Spark: trigger, stop, resume, on local disk and S3 (a
+rescale from a savepoint, RocksDB's, is in ``tests/runtime/test_driver_failover.py``).
 
 The job counts rows per key (a stateful query) and copies every row to Spark's exactly-once
 file sink. After each cycle, every count equals the ground truth computed from the input and
@@ -25,6 +26,7 @@ from tests.fixtures.flinkish_env import (
     job_id_of,
     write_events,
 )
+from tests.fixtures.long_form import GATE_SKIPS, LONG_FORM
 from tests.fixtures.savepoint_files import assert_whole
 
 pytestmark = pytest.mark.spark
@@ -334,36 +336,15 @@ def test_savepoints_on_s3_and_restore_from_s3(flinkish_env: FlinkishEnv, s3_serv
     assert secret not in env.run("config", check=True).stdout
 
 
-def test_rescale_from_2_to_4_partitions_with_rocksdb(flinkish_env: FlinkishEnv) -> None:
-    env, cycle = flinkish_env, Cycle(flinkish_env)
-    env.write_conf({"state.backend.type": "rocksdb"})
-    cycle.add_input(3)
-    job = cycle.start("-p", "2")
-    cycle.wait_until_all_processed()
-    path = savepoint_path(env.run("stop", job, check=True).stdout)
-    cycle.add_input(2)
-    resumed = cycle.start("-s", path, "-p", "4", "--claimMode", "claim")
-    cycle.wait_until_all_processed()
-    deadline = time.monotonic() + 60
-    while Path(path).exists():  # claimed: deleted once the job has its own checkpoints
-        assert time.monotonic() < deadline, "the claimed savepoint was not taken over"
-        time.sleep(0.5)
-    final = savepoint_path(env.run("stop", resumed, check=True).stdout)
-    cycle.check_exactly_once()
-    import json
-
-    document = json.loads(
-        env.run("savepoint", "info", final, "--output", "json", check=True).stdout
-    )
-    counts = next(q for q in document["queries"] if q["name"] == "counts")
-    assert counts["shuffle-partitions"] == 4
-    assert counts["stateful-operators"][0]["partitions"] == 4
-    assert counts["stateful-operators"][0]["rows"] == {"default": 7}
-
-
+@pytest.mark.skipif(not LONG_FORM, reason=GATE_SKIPS)
 def test_driver_killed_during_a_savepoint_leaves_nothing_that_validates(
     flinkish_env: FlinkishEnv,
 ) -> None:
+    """The long form's: the gate kills a savepoint's driver with Spark once its manifest is
+    there (``tests/runtime/test_driver_failover.py``; the long form's further rounds anywhere
+    in its copy) and kills the savepoint's own process after every change it makes, without
+    Spark (``tests/savepoints/test_savepoint_kills.py``). This one kills the job's whole
+    session as the savepoint's directory appears."""
     from tests.fixtures.flinkish_env import kill_session, session_of
 
     env, cycle = flinkish_env, Cycle(flinkish_env)

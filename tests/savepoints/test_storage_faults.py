@@ -36,6 +36,7 @@ from flinkish_cli.savepoints.manifest import is_savepoint_name
 from flinkish_cli.savepoints.restore import open_source, restore_query
 from flinkish_cli.storage import LocalStorage, Storage, join, open_storage
 from tests.fixtures.local_spark import stop_spark
+from tests.fixtures.long_form import GATE_SKIPS, LONG_FORM
 from tests.fixtures.s3server import S3Server, after_uploads, start_s3_server
 from tests.storage.tcp_proxy import TcpProxy
 from tests.storage.tmpfs import fill, small_tmpfs
@@ -175,9 +176,14 @@ def _no_secret(error: BaseException, server: S3Server) -> str:
 
 
 # -- (a) the S3 server stopped during the upload ---------------------------------------------
+@pytest.mark.skipif(not LONG_FORM, reason=GATE_SKIPS)
 def test_s3_endpoint_gone_during_the_upload(
     counts_query: CountsQuery, tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
+    """The long form's: the gate cuts the endpoint off in the middle of a running job's
+    savepoint (``tests/savepoints/test_job_faults.py``: the same message, the half-written
+    savepoint refused, a retry resumed exactly once) and during an upload without Spark
+    (``tests/storage/test_s3_faults.py``)."""
     checkpoint = counts_query.copy(tmp_path)
     target_dir = join(s3_bucket, "savepoints")
     with TcpProxy(s3_server.address) as proxy:
