@@ -94,6 +94,8 @@ class Attempts:
                     raise RuntimeError(
                         f"The job's program exited with status {exit_.code}."
                     ) from None
+            except hooks.ProgramEnded:  # a wait begun after the runtime stopped the queries
+                pass
             controller.wait_point()
             if self.plan.runtime_mode != "BATCH" and not self.ending():
                 self._stop_what_the_program_left()

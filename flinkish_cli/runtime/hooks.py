@@ -21,7 +21,12 @@ and Spark Connect classes alike), tested against the pinned pyspark version:
 The program's *first wait* (its first ``awaitTermination``, ``awaitAnyTermination`` or
 ``processAllAvailable``, or its return) is where a Flink program would call ``execute()``:
 the queries started so far are the job, and a job resuming from a savepoint checks there
-that every query of the savepoint has found its query.
+that every query of the savepoint has found its query. A wait the program begins after the
+runtime stopped its queries (a cancel, a stop, a rescale, a failed attempt) raises
+:class:`ProgramEnded` instead, which ends the program as its job has ended: a script that
+waits in a loop (``while True: query.processAllAvailable()``) would otherwise never return,
+as its waits return at once once nothing runs. The wait that was under way returns as
+Spark's does, so what the script does right after it still runs.
 
 Patched methods look up the current :class:`QueryController` when called, so installing
 another controller (a restarted attempt, ``flinkish info``'s dry run) swaps a pointer.
@@ -46,12 +51,23 @@ log = logging.getLogger("flinkish.runtime")
 _CHECKPOINT_OPTION = "checkpointlocation"
 
 
+class ProgramEnded(BaseException):
+    """Raised at a wait the program begins after the runtime stopped its queries: the
+    program ends there (the runtime takes it as the program's return). A ``BaseException``,
+    as ``SystemExit`` is, so that a script's ``except Exception`` does not hold it."""
+
+
 class QueryStarter(Protocol):
     """What the hooks call into: the job runtime (or the ``info`` planner)."""
 
     @property
     def dry_run(self) -> bool:
         """True when queries are only planned (``flinkish info``), never started."""
+
+    @property
+    def stopped(self) -> bool:
+        """True once the runtime has stopped this attempt's queries (the job ends or the
+        attempt failed): the program's next wait ends it."""
 
     def configure(self, writer: Any, query: QueryIdentity, spark: Any) -> None:
         """Give ``writer`` its checkpoint location and trigger; restore its state first."""
@@ -119,6 +135,13 @@ class QueryController:
         self.handles[query.identity] = handle
         self.starter.started(query, handle)
         return handle
+
+    def program_waits(self) -> None:
+        """A wait of the program's: :class:`ProgramEnded` once the runtime stopped its
+        queries, else a :meth:`wait_point`."""
+        if self.starter.stopped:
+            raise ProgramEnded
+        self.wait_point()
 
     def wait_point(self) -> None:
         """The program's first wait: the job is complete (see the module's docstring)."""
@@ -303,11 +326,11 @@ def _patch_query(cls: type) -> None:
     orig = _save(cls, ("awaitTermination", "processAllAvailable"))
 
     def await_termination(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _active().wait_point()
+        _active().program_waits()
         return orig["awaitTermination"](self, *args, **kwargs)
 
     def process_all_available(self: Any) -> Any:
-        _active().wait_point()
+        _active().program_waits()
         return orig["processAllAvailable"](self)
 
     cls.awaitTermination = await_termination  # type: ignore[attr-defined]
@@ -320,7 +343,7 @@ def _patch_manager(cls: type) -> None:
 
     def await_any_termination(self: Any, *args: Any, **kwargs: Any) -> Any:
         controller = _active()
-        controller.wait_point()
+        controller.program_waits()
         if controller.starter.dry_run:
             return True if (args or kwargs) else None
         return orig["awaitAnyTermination"](self, *args, **kwargs)

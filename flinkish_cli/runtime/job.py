@@ -37,7 +37,9 @@ parallelism under the same JobID.
 
 Two places end the process at once (``os._exit``): the heartbeat when Spark's JVM is gone
 (:data:`~.restart.EXIT_JVM_LOST`, for the supervisor to start a new driver), and a cancelled
-job whose script does not return within :data:`CANCEL_GRACE`.
+job whose script does not return within :data:`CANCEL_GRACE` (a wait it begins after the
+queries stopped ends it at once: :class:`~.hooks.ProgramEnded`; a script that never waits
+again gets the grace).
 """
 
 from __future__ import annotations
@@ -315,6 +317,7 @@ class JobRuntime:
             for name, query in list(self.queries.handles.items()):
                 log.info("Draining query '%s' before the savepoint.", name)
                 hooks.process_all_available(self.flavour, query)
+        self.queries.stopped = True  # the program's next wait ends it
         for query in list(self.queries.handles.values()):
             stop_between_batches(query)
         try:

@@ -36,6 +36,7 @@ class _Planner:
     """A :class:`~flinkish_cli.runtime.hooks.QueryStarter` that starts nothing."""
 
     dry_run = True
+    stopped = False
 
     def configure(self, writer: Any, query: Any, spark: Any) -> None:
         return None

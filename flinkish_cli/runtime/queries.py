@@ -66,6 +66,7 @@ class JobQueries:
         self.watcher = watcher
         self.spark: Any = None
         self.handles: dict[str, Any] = {}
+        self.stopped = False  # the runtime stopped this attempt's queries (stop_all)
         self.has_run = False  # the program reached its first wait, or a batch committed
         self.identities: dict[str, QueryIdentity] = {}
         self._script_listeners: list[tuple[Any, Any]] = []
@@ -360,6 +361,7 @@ class JobQueries:
     def new_attempt(self) -> None:
         """Forget the handles of the previous attempt: the program starts its queries again."""
         self.handles = {}
+        self.stopped = False
         with self.keeper.lock:
             self.keeper.status.queries_started = False
 
@@ -379,7 +381,9 @@ class JobQueries:
         self._script_listeners.clear()
 
     def stop_all(self, graceful: bool) -> None:
-        """Stop the job's queries: between batches (``graceful``), or at once."""
+        """Stop the job's queries: between batches (``graceful``), or at once. The program's
+        waits from now on end it (:class:`~flinkish_cli.runtime.hooks.ProgramEnded`)."""
+        self.stopped = True
         for name, query in list(self.handles.items()):
             try:
                 if graceful:
