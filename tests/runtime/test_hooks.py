@@ -46,38 +46,22 @@ class Manager:
         return None
 
 
-class Writer:
-    """DataStreamWriter's methods, which the hooks patch (not called here)."""
+def _returns_self(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return self
 
-    def option(self, key: str, value: Any) -> Writer:
-        return self
 
-    def options(self, **options: Any) -> Writer:
-        return self
-
-    def queryName(self, name: str) -> Writer:
-        return self
-
-    def outputMode(self, mode: str) -> Writer:
-        return self
-
-    def trigger(self, **trigger: Any) -> Writer:
-        return self
-
-    def format(self, source: str) -> Writer:
-        return self
-
-    def foreach(self, f: Any) -> Writer:
-        return self
-
-    def foreachBatch(self, f: Any) -> Writer:
-        return self
-
-    def start(self, path: str | None = None) -> Query:
-        return Query()
-
-    def toTable(self, name: str) -> Query:
-        return Query()
+#: DataStreamWriter: the methods the hooks patch (none called here).
+Writer = type(
+    "Writer",
+    (),
+    {
+        name: _returns_self
+        for name in (
+            *("option", "options", "queryName", "outputMode", "trigger", "format"),
+            *("foreach", "foreachBatch", "start", "toTable"),
+        )
+    },
+)
 
 
 class Session:
