@@ -39,7 +39,7 @@ Two places end the process at once (``os._exit``): the heartbeat when Spark's JV
 (:data:`~.restart.EXIT_JVM_LOST`, for the supervisor to start a new driver), and a cancelled
 job whose script does not return within :data:`CANCEL_GRACE` (a wait it begins after the
 queries stopped ends it at once: :class:`~.hooks.ProgramEnded`; a script that never waits
-again gets the grace).
+again gets the grace; one that had not reached its first wait, no grace).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ from flinkish_cli.spark.failures import short_cause
 
 log = logging.getLogger("flinkish.runtime")
 
-#: How long a cancelled job's script gets to return before the driver exits regardless.
+#: How long a cancelled job's script gets to return before the driver exits regardless (once
+#: it has reached its first wait: before, it ends at once).
 CANCEL_GRACE = 15.0
 
 
@@ -467,13 +468,19 @@ class JobRuntime:
     def _stop_queries(self, graceful: bool) -> None:
         self.queries.stop_all(graceful)
         if self._ending is not None:
-            threading.Timer(CANCEL_GRACE, self._force_end).start()
+            # A program that has not reached its first wait has not made its job yet (a
+            # Flink program cancelled before execute()): nothing of it to finish, it ends now.
+            grace = CANCEL_GRACE if self.queries.has_run else 0.0
+            threading.Timer(grace, self._force_end).start()
 
     def _force_end(self) -> None:
         """The script did not return after its queries stopped: end the driver regardless."""
         if self.status.state.is_terminal:
             return
-        log.warning("The job's program did not return after its queries stopped; exiting.")
+        if self.queries.has_run:
+            log.warning("The job's program did not return after its queries stopped; exiting.")
+        else:
+            log.warning("The job ended before its program's first wait: exiting.")
         self.end(None)
         os._exit(0 if self._ending is not JobState.FAILED else 1)
 

@@ -274,4 +274,8 @@ def test_an_upgrade_goes_on_without_its_cli_and_a_stopping_server_finishes_it(
         rollback = env.job(new_id)["upgraded_to"]  # the rollback job, started before the exit
         assert rollback and env.job(rollback)["rolled_back"] is True
         assert env.job(rollback)["state"] == "RUNNING"
+        # the new program never reached its first wait: cancelled, it ended at once, without
+        # the grace a program gets to return after its wait
+        log = env.run("logs", new_id, check=True).stdout
+        assert "The job ended before its program's first wait" in log, log[-2000:]
     env.run("cancel", "-m", web.address, rollback, check=True)
