@@ -66,7 +66,7 @@ class JobQueries:
         self.watcher = watcher
         self.spark: Any = None
         self.handles: dict[str, Any] = {}
-        self.stopped = False  # the runtime stopped this attempt's queries (stop_all)
+        self.stopped = False  # the runtime stopped this attempt's queries (stop_all, a stop)
         self.has_run = False  # the program reached its first wait, or a batch committed
         self.identities: dict[str, QueryIdentity] = {}
         self._script_listeners: list[tuple[Any, Any]] = []
