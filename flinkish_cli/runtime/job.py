@@ -318,7 +318,7 @@ class JobRuntime:
             for name, query in list(self.queries.handles.items()):
                 log.info("Draining query '%s' before the savepoint.", name)
                 hooks.process_all_available(self.flavour, query)
-        self.queries.stopped = True  # the program's next wait ends it
+        self.queries.stopping()  # the program's next wait ends it
         for query in list(self.queries.handles.values()):
             stop_between_batches(query)
         try:

@@ -66,7 +66,7 @@ class JobQueries:
         self.watcher = watcher
         self.spark: Any = None
         self.handles: dict[str, Any] = {}
-        self.stopped = False  # the runtime stopped this attempt's queries (stop_all, a stop)
+        self.stopped = False  # the runtime stopped this attempt's queries (stopping())
         self.has_run = False  # the program reached its first wait, or a batch committed
         self.identities: dict[str, QueryIdentity] = {}
         self._script_listeners: list[tuple[Any, Any]] = []
@@ -380,10 +380,14 @@ class JobQueries:
                     manager.removeListener(listener)
         self._script_listeners.clear()
 
-    def stop_all(self, graceful: bool) -> None:
-        """Stop the job's queries: between batches (``graceful``), or at once. The program's
-        waits from now on end it (:class:`~flinkish_cli.runtime.hooks.ProgramEnded`)."""
+    def stopping(self) -> None:
+        """The runtime stops this attempt's queries: the program's waits from now on end it
+        (:class:`~flinkish_cli.runtime.hooks.ProgramEnded`)."""
         self.stopped = True
+
+    def stop_all(self, graceful: bool) -> None:
+        """Stop the job's queries: between batches (``graceful``), or at once."""
+        self.stopping()
         for name, query in list(self.handles.items()):
             try:
                 if graceful:

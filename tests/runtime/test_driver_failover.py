@@ -123,6 +123,13 @@ class Job(CountingInput):
         rows = len(self.rows)
         return counted >= rows and len(committed_rows(self.output / "raw")) >= rows
 
+    def wait_caught_up(self, which: str, timeout: float = 240) -> None:
+        """Until both queries have processed every row written (:meth:`caught_up`)."""
+        deadline = time.monotonic() + timeout
+        while not self.caught_up():  # both queries: counts lags raw after a backlog
+            assert time.monotonic() < deadline, f"{which} does not catch up"
+            time.sleep(0.5)
+
     def assert_exactly_once(self, where: str) -> None:
         seqs = sorted(row["seq"] for row in committed_rows(self.output / "raw"))
         duplicated = [s for s, n in collections.Counter(seqs).items() if n > 1]
@@ -340,10 +347,7 @@ def test_killed_jvm_python_driver_savepoint_and_a_hung_driver_are_recovered_exac
     # all input processed (one more file, for the driver after the hang), then a clean stop;
     # the output is exactly once
     job.add_file()
-    deadline = time.monotonic() + 240
-    while not job.caught_up():  # both queries: counts lags raw after a backlog
-        assert time.monotonic() < deadline, "the restarted job does not catch up"
-        time.sleep(0.5)
+    job.wait_caught_up("the restarted job")
     job.stop(job_id)
     assert job.status(job_id)["state"] == "FINISHED"
     job.assert_exactly_once(f"after {deaths} driver deaths")
@@ -460,10 +464,7 @@ def test_an_interrupted_restore_and_rescale_are_redone(job: Job) -> None:
     while Path(savepoint).exists():  # claimed: deleted once the job has its own checkpoints
         assert time.monotonic() < deadline, "the claimed savepoint was not taken over"
         time.sleep(0.5)
-    deadline = time.monotonic() + 240
-    while not job.caught_up():
-        assert time.monotonic() < deadline, "the rescaled job does not catch up"
-        time.sleep(0.5)
+    job.wait_caught_up("the rescaled job")
     final = job.stop(rescaled)
     job.assert_exactly_once("after an interrupted restore and rescale")
     info = job.env.run("savepoint", "info", final, "--output", "json", check=True).stdout
