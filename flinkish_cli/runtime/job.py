@@ -529,10 +529,14 @@ class JobRuntime:
             delete_owned_checkpoints(
                 self.registry.storage, self.plan, self.status, self.rules, state
             )
-        failure = state not in (JobState.FINISHED, JobState.RESTARTING)
-        self.keeper.set_state(state, cause if failure else None)
+        # The line before the state: a reader that sees the state recorded (`logs -f` stops
+        # there) finds the job's last line in its log.
         if state is JobState.RESTARTING:
             log.info("Job %s: its driver ends for a restart. %s", self.plan.job_id, cause or "")
-            return state
-        log.info("Job %s ended %s.%s", self.plan.job_id, state.value, f" {cause}" if cause else "")
+        else:
+            log.info(
+                "Job %s ended %s.%s", self.plan.job_id, state.value, f" {cause}" if cause else ""
+            )
+        failure = state not in (JobState.FINISHED, JobState.RESTARTING)
+        self.keeper.set_state(state, cause if failure else None)
         return state  # the run directory is the supervisor's to remove

@@ -501,9 +501,9 @@ class Supervisor:
         status = self.registry.get(self.spec.job_id)
         if status.state.is_terminal:
             return
+        log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)  # before: job.py
         with _unless_unwritable():
             status_writer.record_supervised_end(self.registry, status, os.getpid(), state, cause)
-        log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
 
     def _clean(self) -> None:
         """The run directory (private properties, the job's packages) and the temporary

@@ -150,3 +150,27 @@ def test_each_driver_gets_the_jobs_temporary_directory_emptied_and_the_job_takes
     (supervisor.tmp_dir / "spark-1").mkdir()
     supervisor._clean()  # the job ended (its run directory, here tmp_path, goes too)
     assert not (tmp_path / "system-tmp").exists() or not any((tmp_path / "system-tmp").iterdir())
+
+
+# -- the job's end: its line in the log before its state --------------------------------------
+def test_the_end_line_is_logged_before_the_end_state_is_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`logs -f` stops once the status says the job ended, then reads what is left of the log:
+    the line that says why must be in it by then."""
+    supervisor = _supervisor(tmp_path)
+    registry = supervisor.registry
+    logged_at_write: list[list[str]] = []
+    write = registry.write
+
+    def write_seeing_the_log(status: JobStatus) -> None:
+        logged_at_write.append([r.getMessage() for r in caplog.records])
+        write(status)
+
+    registry.write = write_seeing_the_log  # type: ignore[method-assign]
+    with caplog.at_level("INFO", logger="flinkish"):
+        supervisor._record(JobState.FAILED, "The driver was killed.")
+    assert registry.get(JOB).state is JobState.FAILED
+    assert logged_at_write and all(
+        f"Job {JOB} ended FAILED: The driver was killed." in lines for lines in logged_at_write
+    ), logged_at_write
