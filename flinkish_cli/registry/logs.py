@@ -20,17 +20,23 @@ import codecs
 import os
 import socket
 import stat
+import time
 from collections import deque
 from collections.abc import Iterator
 from typing import IO
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.plan.rundir import process_stat
 from flinkish_cli.registry import logroll
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import JobRegistry
 
 FOLLOW_POLL_SECONDS = 0.3
+#: Once a followed job has ended, ``logs -f`` reads on while its supervisor (which writes the
+#: driver's last lines and its own after the job's end is recorded) still runs on this host,
+#: at most this long.
+WRITER_GRACE_SECONDS = 10.0
 
 
 def log_path(log_dir: str, job_id: str) -> str:
@@ -114,9 +120,10 @@ def stream_log(
     follow: bool = False,
     last_lines: int | None = None,
 ) -> Iterator[str]:
-    """Yield the job's log; with ``follow``, keep yielding until the job has ended, across
-    rolls (:mod:`.logroll`): when the log was emptied into ``.1``, the rest of what was not
-    read yet comes from ``.1``, then the new log from its start.
+    """Yield the job's log; with ``follow``, keep yielding until the job has ended and its
+    supervisor on this host has exited (at most :data:`WRITER_GRACE_SECONDS` after the end),
+    across rolls (:mod:`.logroll`): when the log was emptied into ``.1``, the rest of what was
+    not read yet comes from ``.1``, then the new log from its start.
 
     The log is read even when the job's status is missing or unreadable (a follow then
     stops at the end of the file, since nothing says the job still runs).
@@ -136,14 +143,38 @@ def stream_log(
         if status is None or not follow:
             return
 
+        ended_at: float | None = None
+
         def running() -> bool:
+            nonlocal ended_at
             current, _ = _status(registry, job_id)
-            return current is not None and not current.effective_state().is_terminal
+            if current is None:
+                return False
+            if not current.effective_state().is_terminal:
+                return True
+            ended_at = time.monotonic() if ended_at is None else ended_at
+            return time.monotonic() - ended_at < WRITER_GRACE_SECONDS and _writer_runs(current)
 
         path = log_path(log_dir, job_id)
         for chunk in logroll.follow(raw.fileno(), path, raw.tell(), running, FOLLOW_POLL_SECONDS):
             yield decoder.decode(chunk)
         yield decoder.decode(b"", final=True)
+
+
+def _writer_runs(status: JobStatus) -> bool:
+    """Whether the job's supervisor, the last writer of its log, still runs on this host (an
+    exited one that nobody reaped, as under a container's init that reaps nothing, does not)."""
+    pid = status.supervisor_pid
+    if not pid or pid <= 0 or status.host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    found = process_stat(pid)
+    return found is None or found[0] != "Z"
 
 
 def _no_log(

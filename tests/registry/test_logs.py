@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -195,3 +197,33 @@ def test_the_cli_reads_only_env_log_dir(flinkish_env: FlinkishEnv, tmp_path: Pat
     (flinkish_env.logs / f"flinkish-{JOB}.log").write_text("own log\n")
     shown = flinkish_env.run("logs", JOB, "-n", "5")
     assert shown.returncode == 0 and shown.stdout == "own log\n"
+
+
+@pytest.mark.timeout(60)
+def test_follow_reads_the_supervisors_last_lines_after_the_jobs_end(
+    registry: JobRegistry, log_dir: Path
+) -> None:
+    """The end is recorded, then the driver and its supervisor still write a line or two
+    before they exit: `logs -f` shows them, as `kubectl logs -f` shows a container's last."""
+    log = log_dir / f"flinkish-{JOB}.log"
+    log.write_text("started\n")
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read(); open(sys.argv[1], 'a').write("
+         "'Driver attempt 0 ended with status 0.\\n')", str(log)],
+        stdin=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _status(registry, state=JobState.FINISHED, supervisor_pid=supervisor.pid)
+        chunks = stream_log(registry, JOB, str(log_dir), follow=True)
+        assert next(chunks) == "started\n"
+
+        # it writes and exits, and is not reaped until the end (as under a container's init
+        # that reaps nothing): a zombie has ended
+        threading.Timer(0.5, supervisor.stdin.close).start()  # type: ignore[union-attr]
+        assert "".join(chunks) == "Driver attempt 0 ended with status 0.\n"
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    # a pid that no longer runs (or one on another host) is not waited for
+    _status(registry, state=JobState.FINISHED, supervisor_pid=supervisor.pid)
+    assert _read(registry, log_dir, follow=True).endswith("status 0.\n")

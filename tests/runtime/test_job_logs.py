@@ -70,6 +70,8 @@ def test_the_log_rolls_keeps_env_log_max_files_and_logs_f_reads_across_every_rol
         kept = [int(b) for q, b in BATCH_LINE.findall(text) if q == query]
         assert kept[0] > 0 and kept == seen[-len(kept) :]
     assert "started (id" in followed and f"Job {job} ended CANCELED." in followed
+    # to the log's last line, the supervisor's after the job's end
+    assert followed.endswith(log.read_text()) and "Driver attempt 0 ended" in log.read_text()
     # and every line the job printed, whole, once, in order
     printed = [int(b) for b, dots in PRINTED_LINE.findall(followed) if len(dots) == PRINTED]
     assert printed == list(range(len(printed))) and printed, PRINTED_LINE.findall(followed)
