@@ -120,6 +120,20 @@ def process_stat(pid: int) -> tuple[str, str] | None:
     return fields[0], fields[19]
 
 
+def process_runs(pid: int) -> bool:
+    """Whether the process ``pid`` runs: it exists and has not exited (a zombie, which its
+    parent has not reaped, as under a container's init that reaps nothing, has exited); a
+    process of another user counts as running."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    found = process_stat(pid)
+    return found is None or found[0] != "Z"
+
+
 def _started(pid: int) -> str:
     """The process's start time, or ``-`` where the system does not say."""
     found = process_stat(pid)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from flinkish_cli.errors import JobError
-from flinkish_cli.plan.rundir import process_stat
+from flinkish_cli.plan.rundir import process_runs
 from flinkish_cli.registry import logroll
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobStatus
@@ -165,16 +165,7 @@ def _writer_runs(status: JobStatus) -> bool:
     """Whether the job's supervisor, the last writer of its log, still runs on this host (an
     exited one that nobody reaped, as under a container's init that reaps nothing, does not)."""
     pid = status.supervisor_pid
-    if not pid or pid <= 0 or status.host != socket.gethostname():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    found = process_stat(pid)
-    return found is None or found[0] != "Z"
+    return bool(pid and pid > 0 and status.host == socket.gethostname() and process_runs(pid))
 
 
 def _no_log(

@@ -19,6 +19,8 @@ from flinkish_cli.plan.rundir import (
     make_run_dir,
     make_tmp_dir,
     parse_properties,
+    process_runs,
+    process_stat,
     properties_text,
     replace_property,
     sweep_tmp_dirs,
@@ -176,3 +178,21 @@ def test_the_sweep_leaves_what_is_not_a_dead_jobs(tmp_path: Path) -> None:
     (unreadable / OWNERS_FILE).write_text("not a pid\n")
     assert sorted(sweep_tmp_dirs(tmp_path)) == sorted([reused, unreadable])
     assert being_made.is_dir() and (tmp_path / f"{TMP_DIR_PREFIX}notes.txt").is_file()
+
+
+def test_a_process_runs_until_it_exits_reaped_or_not() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        assert process_runs(child.pid) and process_runs(os.getpid())
+        child.stdin.close()  # type: ignore[union-attr]
+        deadline = time.monotonic() + 30
+        while (process_stat(child.pid) or ("Z",))[0] != "Z":  # exited, not reaped yet
+            assert time.monotonic() < deadline, process_stat(child.pid)
+            time.sleep(0.05)
+        assert not process_runs(child.pid)  # a zombie has exited
+    finally:
+        child.kill()
+        child.wait()
+    assert not process_runs(child.pid)
