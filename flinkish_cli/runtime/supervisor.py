@@ -49,6 +49,7 @@ from flinkish_cli.plan.rundir import (
     empty_dir,
     make_tmp_dir,
     parse_properties,
+    process_runs,
     replace_property,
     write_private,
 )
@@ -480,20 +481,15 @@ class Supervisor:
     def _watch_cli(self) -> None:
         """-sae: the attached CLI is gone (even killed with SIGKILL): cancel the job."""
         pid = self.spec.watch_pid
-        if pid is None or self._cli_gone:
+        if pid is None or self._cli_gone or process_runs(pid):  # an unreaped one is gone
             return
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            self._cli_gone = True
-            log.warning("The attached client (pid %d) is gone: cancelling the job (-sae).", pid)
-            from flinkish_cli.registry.control import ControlChannel
-            from flinkish_cli.registry.protocol import Cancel, to_request
+        self._cli_gone = True
+        log.warning("The attached client (pid %d) is gone: cancelling the job (-sae).", pid)
+        from flinkish_cli.registry.control import ControlChannel
+        from flinkish_cli.registry.protocol import Cancel, to_request
 
-            with contextlib.suppress(Exception):
-                ControlChannel(self.registry, self.spec.job_id).send(to_request(Cancel()))
-        except PermissionError:
-            return
+        with contextlib.suppress(Exception):
+            ControlChannel(self.registry, self.spec.job_id).send(to_request(Cancel()))
 
     # -- status ----------------------------------------------------------------------------
     def _record(self, state: Any, cause: str) -> None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from flinkish_cli.plan.rundir import (
     OWNERS_FILE,
     make_tmp_dir,
     parse_properties,
+    process_stat,
     properties_text,
 )
 from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, write_marker
@@ -174,3 +176,30 @@ def test_the_end_line_is_logged_before_the_end_state_is_recorded(
     assert logged_at_write and all(
         f"Job {JOB} ended FAILED: The driver was killed." in lines for lines in logged_at_write
     ), logged_at_write
+
+
+# -- -sae: the attached client gone ------------------------------------------------------------
+def test_an_attached_client_that_exited_cancels_the_job_even_unreaped(tmp_path: Path) -> None:
+    """`run -sae`: the supervisor cancels the job once the attached client has exited, even
+    when nobody has reaped it yet (a zombie, as under a container's init that reaps nothing)."""
+    from flinkish_cli.registry.control import ControlChannel
+
+    supervisor = _supervisor(tmp_path)
+    client = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        supervisor.spec.watch_pid = client.pid
+        supervisor._watch_cli()
+        assert ControlChannel(supervisor.registry, JOB).pending() == []  # it runs
+        client.stdin.close()  # type: ignore[union-attr]
+        deadline = time.monotonic() + 30
+        while (process_stat(client.pid) or ("Z",))[0] != "Z":  # exited, not reaped
+            assert time.monotonic() < deadline, process_stat(client.pid)
+            time.sleep(0.05)
+        supervisor._watch_cli()
+        supervisor._watch_cli()  # once
+        assert [r.action for r in ControlChannel(supervisor.registry, JOB).pending()] == ["cancel"]
+    finally:
+        client.kill()
+        client.wait()
