@@ -497,7 +497,8 @@ class Supervisor:
         status = self.registry.get(self.spec.job_id)
         if status.state.is_terminal:
             return
-        log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)  # before: job.py
+        # the line before the state, as JobRuntime.end writes them (`logs -f` stops at the state)
+        log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
         with _unless_unwritable():
             status_writer.record_supervised_end(self.registry, status, os.getpid(), state, cause)
 

@@ -6,7 +6,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,12 @@ from flinkish_cli.plan.rundir import (
     make_tmp_dir,
     parse_properties,
     process_runs,
-    process_stat,
     properties_text,
     replace_property,
     sweep_tmp_dirs,
     write_private,
 )
+from tests.fixtures.processes import child_until_stdin_closes, wait_exited
 
 
 def _parse_java_properties(text: str) -> dict[str, str]:
@@ -118,22 +117,6 @@ def _killed(process: subprocess.Popen[str] | int) -> None:
         process.wait()
 
 
-def _wait_gone(pid: int) -> None:
-    """Until ``pid`` is gone (an orphan is reaped by init, not by this test)."""
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
-        assert time.monotonic() < deadline, f"process {pid} lives on"
-        time.sleep(0.05)
-
-
-def _state(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "gone"
-    return stat[stat.rindex(")") + 2 :].split()[0]
-
-
 def test_a_killed_supervisors_directory_goes_once_its_driver_has_gone_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,7 +138,7 @@ def test_a_killed_supervisors_directory_goes_once_its_driver_has_gone_too(
     assert (left_behind / "blockmgr-1").is_dir(), "a running driver's directory was removed"
     assert sweep_tmp_dirs(tmp_path) == []
     _killed(int(driver))
-    _wait_gone(int(driver))
+    wait_exited(int(driver))
 
     assert sweep_tmp_dirs(tmp_path) == [left_behind]
     assert not left_behind.exists()
@@ -181,18 +164,9 @@ def test_the_sweep_leaves_what_is_not_a_dead_jobs(tmp_path: Path) -> None:
 
 
 def test_a_process_runs_until_it_exits_reaped_or_not() -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
-    )
-    try:
+    with child_until_stdin_closes() as child:
         assert process_runs(child.pid) and process_runs(os.getpid())
         child.stdin.close()  # type: ignore[union-attr]
-        deadline = time.monotonic() + 30
-        while (process_stat(child.pid) or ("Z",))[0] != "Z":  # exited, not reaped yet
-            assert time.monotonic() < deadline, process_stat(child.pid)
-            time.sleep(0.05)
+        wait_exited(child.pid)  # exited, not reaped yet
         assert not process_runs(child.pid)  # a zombie has exited
-    finally:
-        child.kill()
-        child.wait()
     assert not process_runs(child.pid)

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from flinkish_cli.plan.rundir import (
     OWNERS_FILE,
     make_tmp_dir,
     parse_properties,
-    process_stat,
     properties_text,
 )
 from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, write_marker
@@ -27,6 +25,7 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.restart import EXIT_RESCALE
 from flinkish_cli.runtime.supervisor import DriverExit, Supervisor, SupervisorSpec
+from tests.fixtures.processes import child_until_stdin_closes, wait_exited
 
 
 def test_causes_name_what_died() -> None:
@@ -185,21 +184,12 @@ def test_an_attached_client_that_exited_cancels_the_job_even_unreaped(tmp_path: 
     from flinkish_cli.registry.control import ControlChannel
 
     supervisor = _supervisor(tmp_path)
-    client = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
-    )
-    try:
+    with child_until_stdin_closes() as client:
         supervisor.spec.watch_pid = client.pid
         supervisor._watch_cli()
         assert ControlChannel(supervisor.registry, JOB).pending() == []  # it runs
         client.stdin.close()  # type: ignore[union-attr]
-        deadline = time.monotonic() + 30
-        while (process_stat(client.pid) or ("Z",))[0] != "Z":  # exited, not reaped
-            assert time.monotonic() < deadline, process_stat(client.pid)
-            time.sleep(0.05)
+        wait_exited(client.pid)  # exited, not reaped
         supervisor._watch_cli()
         supervisor._watch_cli()  # once
         assert [r.action for r in ControlChannel(supervisor.registry, JOB).pending()] == ["cancel"]
-    finally:
-        client.kill()
-        client.wait()
