@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from flinkish_cli.registry.logs import log_path, open_log, stream_log
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from tests.fixtures.flinkish_env import FlinkishEnv
+from tests.fixtures.processes import child_until_stdin_closes
 
 JOB = "3f9c" + "0" * 28
 
@@ -207,12 +206,8 @@ def test_follow_reads_the_supervisors_last_lines_after_the_jobs_end(
     before they exit: `logs -f` shows them, as `kubectl logs -f` shows a container's last."""
     log = log_dir / f"flinkish-{JOB}.log"
     log.write_text("started\n")
-    supervisor = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read(); open(sys.argv[1], 'a').write("
-         "'Driver attempt 0 ended with status 0.\\n')", str(log)],
-        stdin=subprocess.PIPE,
-    )  # fmt: skip
-    try:
+    last_line = "open(sys.argv[1], 'a').write('Driver attempt 0 ended with status 0.\\n')"
+    with child_until_stdin_closes(last_line, str(log)) as supervisor:
         _status(registry, state=JobState.FINISHED, supervisor_pid=supervisor.pid)
         chunks = stream_log(registry, JOB, str(log_dir), follow=True)
         assert next(chunks) == "started\n"
@@ -221,9 +216,6 @@ def test_follow_reads_the_supervisors_last_lines_after_the_jobs_end(
         # that reaps nothing): a zombie has ended
         threading.Timer(0.5, supervisor.stdin.close).start()  # type: ignore[union-attr]
         assert "".join(chunks) == "Driver attempt 0 ended with status 0.\n"
-    finally:
-        supervisor.kill()
-        supervisor.wait()
     # a pid that no longer runs (or one on another host) is not waited for
     _status(registry, state=JobState.FINISHED, supervisor_pid=supervisor.pid)
     assert _read(registry, log_dir, follow=True).endswith("status 0.\n")
