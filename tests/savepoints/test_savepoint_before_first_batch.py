@@ -8,6 +8,7 @@ starts where it would have started, and every input row reaches the output exact
 
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import sys
@@ -168,4 +169,46 @@ def test_the_orders_job_resumed_from_before_its_first_batch(flinkish_env: Flinki
         time.sleep(POLL_EVERY)
     env.wait_for_batches(resumed, "orders", 0)
     assert _order_ids(env.root / "again") == large, "every large order once"
+    env.run("cancel", resumed, check=True)
+
+
+def test_a_savepoint_while_the_first_batch_runs_replays_it_once(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    """A savepoint taken while a stateful query's batch 0 is under way (its state written,
+    nothing committed): it holds the planned batch and none of that state; the job resumed
+    from it at another parallelism replays the batch at that parallelism, and every count
+    equals the ground truth."""
+    env = flinkish_env
+    cycle = Cycle(env, str(JOBS / "gated_counts.py"))
+    cycle.add_input(2)
+    job = cycle.start()
+    done = cycle.output / "counts" / "batch=0" / "_SUCCESS"
+    deadline = time.monotonic() + 120
+    while not done.exists():  # batch 0 has written its output and waits at the gate
+        assert time.monotonic() < deadline, "batch 0 did not write its output"
+        time.sleep(POLL_EVERY)
+
+    taken = savepoint_path(env.run("savepoint", job, check=True).stdout)
+    shown = env.run("savepoint", "info", "--no-rows", taken, "--output", "json", check=True)
+    (query,) = json.loads(shown.stdout)["queries"]
+    assert (query["last-committed-batch"], query["source-offsets"]) == (-1, [{"logOffset": 0}])
+    assert query["stateful-operators"] == [], "the running batch's state is not saved"
+    assert not (Path(taken) / "counts" / "state").exists()
+    (cycle.output / "_gate").mkdir()
+    (cycle.output / "_gate" / "open").touch()
+    env.wait_for_batches(job, "counts", 1)
+    env.run("cancel", job, check=True)
+
+    cycle.add_input(1)
+    resumed = cycle.start("-s", taken, "-p", "3")
+    truth = collections.Counter(row["key"] for row in cycle.rows)
+    deadline = time.monotonic() + 180
+    while cycle.final_counts() != truth:
+        assert time.monotonic() < deadline, (cycle.final_counts(), truth)
+        time.sleep(POLL_EVERY)
+    env.wait_for_batches(resumed, "counts", 2)
+    assert cycle.final_counts() == truth, "batch 0 replayed once, the rest read once"
+    state = env.checkpoints / resumed / "counts" / "state" / "0"
+    assert sorted(p.name for p in state.iterdir() if p.name.isdigit()) == ["0", "1", "2"]
     env.run("cancel", resumed, check=True)
