@@ -117,4 +117,6 @@ def test_the_quick_start_reaches_a_resumed_rescaled_job(
     )
     written = sorted(row["order_id"] for row in read_json_dir(copy / "data" / "out" / "orders"))
     assert large and written == large, "every order over 100, exactly once"
-    assert f"{len(large)}\n" in pasted.stdout, "the count the quick start shows"
+    shown = re.search(r"\| wc -l\n# (\d+)\n", (copy / "README.md").read_text())
+    assert shown and int(shown.group(1)) == len(large), "the README shows the real count"
+    assert f"{len(large)}\n" in pasted.stdout, "the count the quick start prints"
