@@ -15,7 +15,7 @@ import click
 
 from flinkish_cli import errors
 from flinkish_cli.cli.main import ACTIONS, EXIT_STATUSES, cli
-from scripts.docs.common import ROOT, cell, code, header, prose, table
+from scripts.docs.common import ROOT, cell, code, escape, header, prose, table
 
 PAGE = "reference/cli.md"
 
@@ -164,7 +164,7 @@ def _value(option: click.Option) -> str:
     if option.is_flag:
         return "flag"
     if isinstance(option.type, click.Choice):
-        return " \\| ".join(str(c) for c in option.type.choices)
+        return " | ".join(str(c) for c in option.type.choices)
     name = code(option.metavar or option.type.name.upper())
     return name + (" (repeatable)" if option.multiple else "")
 
@@ -192,7 +192,7 @@ def _paragraphs(text: str | None) -> str:
         if block.startswith("\b\n"):
             out.append("```text\n" + block[2:] + "\n```")
         else:
-            out.append(" ".join(block.split()))
+            out.append(escape(" ".join(block.split())))
     return "\n\n".join(out) + "\n"
 
 

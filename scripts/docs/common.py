@@ -32,14 +32,19 @@ def prose(docstring: str) -> str:
     return text.replace("``", "`")
 
 
-def cell(text: object) -> str:
-    """Text fit for one cell of a Markdown table: one line, ``|`` escaped, and ``<`` and
-    ``>`` outside code spans as entities (Markdown would take ``<token>`` for HTML)."""
-    value = " ".join(str(text).split())
-    parts = _CODE.split(value)
+def escape(text: str) -> str:
+    """``<`` and ``>`` outside code spans as entities (Markdown would take ``<id>`` for
+    HTML)."""
+    parts = _CODE.split(text)
     for i in range(0, len(parts), 2):
         parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
-    return "".join(parts).replace("|", "\\|")
+    return "".join(parts)
+
+
+def cell(text: object) -> str:
+    """Text fit for one cell of a Markdown table: one line, ``|`` escaped, ``<`` and ``>``
+    outside code spans as entities."""
+    return escape(" ".join(str(text).split())).replace("|", "\\|")
 
 
 def table(columns: list[str], rows: list[list[str]]) -> str:
