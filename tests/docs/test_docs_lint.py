@@ -67,7 +67,7 @@ def test_a_figure_on_a_hand_written_page_fails(tmp_path: Path, line: str) -> Non
         "The JobID `a3f0c1d2e4b5a6978877665544332211` names the job.",
         "A session cluster runs many jobs; start this session cluster first.",
         "Rescale by hand with `flinkish upgrade -p 4`.",
-        "Click the job, then look here: the graph.".replace("here:", "there:"),
+        "Click the job; its graph is there: one node per operator.",
     ],
 )
 def test_product_wording_passes(tmp_path: Path, line: str) -> None:
