@@ -6,6 +6,7 @@ commands' own sources (the keys of the dictionaries they print)."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import textwrap
 from collections.abc import Iterator
@@ -136,7 +137,7 @@ def _command(path: str, command: click.Command, shared: list[click.Option], wher
             "its keys, by what was asked:\n\n"
         )
         for what, keys in dict.fromkeys(documents):
-            text += f"- {what + ': ' if what else ''}{', '.join(code(k) for k in keys)}\n"
+            text += f"- {what + ': ' if what else ''}{_shown_keys(keys)}\n"
     if isinstance(command, click.Group):
         sub_ctx = click.Context(command, info_name=path)
         for name in command.list_commands(sub_ctx):
@@ -145,6 +146,18 @@ def _command(path: str, command: click.Command, shared: list[click.Option], wher
             sub_where = f"{where.split(':')[0]}:{sub.callback.__name__ if sub.callback else name}"
             text += "\n" + _command(f"{path} {name}", sub, shared, sub_where)
     return text
+
+
+def _shown_keys(keys: tuple[str, ...]) -> str:
+    """``a``, ``b``, ``c`` (a list, each item with ``x``, ``y``)."""
+    shown = []
+    for key in keys:
+        if "[]." in key:
+            continue
+        items = [k.split("[].", 1)[1] for k in keys if k.startswith(f"{key}[].")]
+        each = f" (a list, each with {', '.join(code(k) for k in items)})" if items else ""
+        shown.append(code(key) + each)
+    return ", ".join(shown)
 
 
 def _argument(argument: click.Argument) -> str:
@@ -235,7 +248,10 @@ def _json_documents(where: str) -> Iterator[tuple[str, tuple[str, ...]]]:
                 continue
             called = _name(node.func) or ""
             if called == "print_json":
-                yield _what(functions[name], function), _document(node.args[0], path, name)
+                yield (
+                    _what(functions[name], function),
+                    _document(node.args[0], path, name, functions[name]),
+                )
             elif called in functions:
                 todo.append(called)
     if any(_name(n.func) == "print_trigger" for n in ast.walk(tree) if isinstance(n, ast.Call)):
@@ -251,12 +267,16 @@ def _name(node: ast.expr) -> str | None:
     return None
 
 
-def _document(node: ast.expr, path: Path, function: str) -> tuple[str, ...]:
-    return tuple(_keys(node, path, function))
+def _document(node: ast.expr, path: Path, function: str, scope: ast.FunctionDef) -> tuple[str, ...]:
+    return tuple(_keys(node, path, function, scope))
 
 
-def _keys(node: ast.expr, path: Path, function: str) -> list[str]:
-    """The keys of the document ``node`` is, as its source says."""
+def _keys(
+    node: ast.expr, path: Path, function: str, scope: ast.FunctionDef | None = None
+) -> list[str]:
+    """The keys of the document ``node`` is, as its source says; a key holding a list of
+    documents made in ``scope`` (the function printing it) is followed by ``key[].<key>``
+    for each key of its items."""
     if isinstance(node, ast.Dict):
         keys: list[str] = []
         for key, value in zip(node.keys, node.values, strict=True):
@@ -264,10 +284,29 @@ def _keys(node: ast.expr, path: Path, function: str) -> list[str]:
                 keys += _call_keys(value, path, function)
             elif isinstance(key, ast.Constant):
                 keys.append(str(key.value))
+                keys += [f"{key.value}[].{k}" for k in _items(value, path, function, scope)]
         return keys
     if isinstance(node, ast.ListComp):  # a list of documents: the keys of each
         return _call_keys(node.elt, path, function)
     return _call_keys(node, path, function)
+
+
+def _items(node: ast.expr, path: Path, function: str, scope: ast.FunctionDef | None) -> list[str]:
+    """The keys of each item of the list ``node`` makes: a list comprehension of
+    documents, a name assigned one in ``scope``, or a sum of lists (the first that tells)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _items(node.left, path, function, scope) or _items(node.right, path, function, scope)
+    if isinstance(node, ast.Name) and scope is not None:
+        for item in ast.walk(scope):
+            if isinstance(item, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == node.id for t in item.targets
+            ):
+                return _items(item.value, path, function, None)
+        return []
+    if isinstance(node, ast.ListComp):
+        with contextlib.suppress(LookupError):
+            return _call_keys(node.elt, path, function)
+    return []
 
 
 def _call_keys(node: ast.expr, path: Path, function: str) -> list[str]:
@@ -292,25 +331,59 @@ def _call_keys(node: ast.expr, path: Path, function: str) -> list[str]:
                 scope = item.body
         for item in scope:
             if isinstance(item, ast.FunctionDef) and item.name == method:
-                return _returned_keys(item) + extra
+                fields = []  # asdict(self): every field of the dataclass, then its changes
+                if "asdict(self)" in ast.unparse(item):
+                    fields = [
+                        f.target.id
+                        for f in scope
+                        if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+                    ]
+                return list(dict.fromkeys(fields + _returned_keys(item) + extra))
         raise LookupError(f"{_DOCUMENTS[called]} is not in {source}")
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for item in tree.body:
         if isinstance(item, ast.FunctionDef) and item.name == called:
-            return _returned_keys(item)
+            return _returned_keys(item, path)
     raise LookupError(
         f"scripts/docs/cli.py cannot tell what {called}() prints: name its method in _DOCUMENTS"
     )
 
 
-def _returned_keys(function: ast.FunctionDef) -> list[str]:
+def _returned_keys(function: ast.FunctionDef, path: Path | None = None) -> list[str]:
+    """The keys of the dictionary ``function`` returns: a dictionary display (its spreads
+    resolved), or a name assigned one, with the keys set on it by subscript or ``update``."""
     keys: list[str] = []
+    returned = {n.value.id for n in ast.walk(function)
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}  # fmt: skip
     for node in ast.walk(function):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
-            keys += [str(k.value) for k in node.value.keys if isinstance(k, ast.Constant)]
+            keys += _display_keys(node.value, path, function.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in returned:
+                if isinstance(node.value, ast.Dict):
+                    keys += _display_keys(node.value, path, function.name)
+            elif (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id in returned
+                and isinstance(target.slice, ast.Constant)
+            ):
+                keys.append(str(target.slice.value))
         elif isinstance(node, ast.Call) and _name(node.func) in ("data.update", "dict"):
             keys += [k.arg for k in node.keywords if k.arg]
     return list(dict.fromkeys(keys))
+
+
+def _display_keys(node: ast.Dict, path: Path | None, function: str) -> list[str]:
+    keys: list[str] = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is None and path is not None:
+            with contextlib.suppress(LookupError):
+                keys += _call_keys(value, path, function)
+        elif isinstance(key, ast.Constant):
+            keys.append(str(key.value))
+    return keys
 
 
 def _exit_statuses() -> str:

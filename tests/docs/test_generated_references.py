@@ -80,3 +80,36 @@ def test_the_generator_runs_as_a_module() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_documented_json_keys_are_the_ones_the_commands_print(tmp_path) -> None:
+    """The reference reads each ``--output json`` document's keys from the commands' sources;
+    the commands that need no Spark, run for real, print exactly those keys."""
+    import json
+    import time
+
+    from flinkish_cli.registry.status import JobState, JobStatus, QueryStatus
+    from flinkish_cli.registry.store import JobRegistry
+    from tests.fixtures.flinkish_env import FlinkishEnv
+
+    def documented(where: str) -> tuple[str, ...]:
+        (keys,) = {keys for _what, keys in cli._json_documents(where)}
+        return keys
+
+    env = FlinkishEnv.under(tmp_path)
+    now = time.time()
+    status = JobStatus(
+        job_id="ab" * 16, name="orders", state=JobState.RUNNING, start_time=now - 60,
+        heartbeat=now + 3600, pid=1, parallelism=2,
+    )  # fmt: skip
+    status.queries["orders"] = QueryStatus(name="orders", checkpoint="/cp/orders", active=True)
+    JobRegistry.open(str(env.checkpoints)).write(status)
+
+    keys = documented("flinkish_cli.cli.commands.list_jobs:list_jobs")
+    printed = json.loads(env.run("list", "-a", "--output", "json", check=True).stdout)
+    assert list(printed) == [k for k in keys if "[]." not in k]
+    assert list(printed["jobs"][0]) == [k.split("[].")[1] for k in keys if k.startswith("jobs[].")]
+
+    keys = documented("flinkish_cli.cli.commands.config_cmd:config")
+    printed = json.loads(env.run("config", "--output", "json", check=True).stdout)
+    assert printed and all(list(entry) == list(keys) for entry in printed)
