@@ -19,8 +19,8 @@ input, every server on 127.0.0.1), takes its pictures and stops everything it st
   ``list``), recorded as ``quickstart-terminal.svg``, the commands and what they printed.
 
 The pictures are 1366 pixels wide (a laptop's screen), as tall as the page. Needs Debian's
-chromium and chromium-driver and the 'test' extra (selenium); about ten minutes on two cores,
-most of it the autoscaler's schedule.
+chromium and chromium-driver and the 'test' extra (selenium); a quarter of an hour or so on two
+cores, most of it the autoscaler's schedule.
 """
 
 from __future__ import annotations
@@ -310,7 +310,11 @@ def _batches_env(job: str, env: dict[str, str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/screenshots.py", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="scripts/screenshots.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--only", default=",".join(PARTS), help="parts, comma-separated")
     parser.add_argument("--out", default=str(REPO / "docs" / "images"), help="where they go")
     args = parser.parse_args(argv)

@@ -39,6 +39,11 @@ SCRIPTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("scripts/bench", "The benchmark.", ("scripts/bench", "--help")),
     ("scripts/soak", "The soak: one job for hours.", ("scripts/soak", "--help")),
     ("scripts/autoscale", "The autoscaler under a step in load.", ("scripts/autoscale", "--help")),
+    (
+        "scripts/screenshots.py",
+        "The documentation's pictures, from real jobs.",
+        ("{python}", "scripts/screenshots.py", "--help"),
+    ),
 )
 
 
