@@ -16,6 +16,7 @@ from flinkish_cli.config import Configuration
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan
 from flinkish_cli.plan.rundir import (
     OWNERS_FILE,
+    SupervisorSpec,
     make_tmp_dir,
     parse_properties,
     properties_text,
@@ -24,7 +25,7 @@ from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, wri
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.restart import EXIT_RESCALE
-from flinkish_cli.runtime.supervisor import DriverExit, Supervisor, SupervisorSpec
+from flinkish_cli.runtime.supervisor import DriverExit, Supervisor
 from tests.fixtures.processes import child_until_stdin_closes, wait_exited
 
 
