@@ -127,21 +127,17 @@ def run_job(
     connect_session: str | None = None,
 ) -> int:
     """Run the job to its end; the driver's exit status."""
-    from flinkish_cli.autoscaler.settings import AutoscalerSettings
     from flinkish_cli.config import Configuration
     from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
     from flinkish_cli.runtime import flavour as flavours
     from flinkish_cli.runtime import hooks
     from flinkish_cli.runtime.attempts import SparkLostError
-    from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
-    from flinkish_cli.runtime.job import JobRuntime
-    from flinkish_cli.runtime.periodic import SavepointPolicy
+    from flinkish_cli.runtime.job import JobRuntime, RuntimeSettings
     from flinkish_cli.runtime.restart import (
         EXIT_JVM_LOST,
         EXIT_RESCALE,
         FAILED_BEFORE_RUNNING,
-        history_size,
     )
     from flinkish_cli.spark.failures import headline, short_cause
     from flinkish_cli.storage import StorageSettings
@@ -150,21 +146,7 @@ def run_job(
     settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
     flavour = flavours.by_name(flavour_name)
-    rules = CheckpointRules.from_config(config)
-    policy = SavepointPolicy.from_config(config)
-    runtime = JobRuntime(
-        plan,
-        registry,
-        flavour,
-        settings,
-        rules,
-        history_size(config),
-        policy,
-        config.get("flinkish.checkpoint.size.interval").total_seconds(),
-        config.get("flinkish.metrics.jvm.interval").total_seconds(),
-        config.get("flinkish.upgrade.readiness.timeout").total_seconds(),
-        AutoscalerSettings.from_config(config),
-    )
+    runtime = JobRuntime(plan, registry, flavour, settings, RuntimeSettings.from_config(config))
     runtime.status.connect_session = connect_session
     runtime.begin()
     runtime.install_signal_handlers()
