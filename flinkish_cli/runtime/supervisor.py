@@ -352,9 +352,10 @@ class Supervisor:
         """The next drivers run at ``parallelism``, their queries' state repartitioned in
         place (from ``savepoint`` where needed): the plan, Spark's partitions and a local
         master's threads, as ``run -p`` sets them, and on a standalone cluster the cores the
-        job's executors take (``spark.cores.max``)."""
+        job's executors take (``spark.cores.max``, by the rule ``run -p`` follows:
+        :func:`~flinkish_cli.config.mappings.standalone_cores`)."""
         from flinkish_cli.config import Configuration
-        from flinkish_cli.config.mappings import local_master, standalone_cores
+        from flinkish_cli.config.mappings import CORES_MAX, local_master, standalone_cores
         from flinkish_cli.config.mappings import parallelism as partitions
         from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, RestorePlan
 
@@ -373,12 +374,11 @@ class Supervisor:
             if word == "--master" and argv[index + 1].startswith("local["):
                 argv[index + 1] = local_master(config)
             if word == "--master" and argv[index + 1].startswith("spark://"):
-                slots = int(config.get("taskmanager.numberOfTaskSlots"))
-                cores = standalone_cores(parallelism, slots)
-                if "spark.cores.max" in values:
-                    text = replace_property(text, "spark.cores.max", cores)
+                cores = standalone_cores(parallelism, values, plan.flink_conf.get(CORES_MAX))
+                if CORES_MAX in values:
+                    text = replace_property(text, CORES_MAX, cores)
                 else:
-                    text = text.rstrip("\n") + f"\nspark.cores.max={cores}\n"
+                    text = text.rstrip("\n") + f"\n{CORES_MAX}={cores}\n"
         self.properties = text
 
     # -- decisions -------------------------------------------------------------------------
