@@ -238,9 +238,12 @@ class AutoscaleResult:
     runs: dict[str, RunResult] = field(default_factory=dict)
     requests: int = 0  # the service's
     most_at_once: int = 0
+    #: when the run started (UTC), for the report's provenance line
+    started: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "started": self.started,
             "params": asdict(self.params),
             "runs": {
                 name: {**asdict(run), "samples": [asdict(s) for s in run.samples]}
@@ -257,7 +260,13 @@ class AutoscaleResult:
         for name, run in data["runs"].items():
             samples = [Sample(**s) for s in run.pop("samples")]
             runs[name] = RunResult(**{**run, "samples": samples})
-        return cls(AutoscaleParams(**data["params"]), runs, data["requests"], data["most_at_once"])
+        return cls(
+            AutoscaleParams(**data["params"]),
+            runs,
+            data["requests"],
+            data["most_at_once"],
+            data.get("started", ""),
+        )
 
 
 # -- one run ----------------------------------------------------------------------------------
@@ -425,7 +434,9 @@ class Autoscale:
         self.ws, self.params, self.say = ws, params, say
 
     def run(self) -> AutoscaleResult:
-        result = AutoscaleResult(self.params)
+        result = AutoscaleResult(
+            self.params, started=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        )
         with Service(self.params.latency) as service:
             runs = [
                 Run(self.ws, self.params, n, service.url, self.say) for n in (AUTOSCALED, FIXED)
@@ -862,7 +873,11 @@ def _reported(result: AutoscaleResult, docs: bool) -> int:
     text = report(result)
     print(text)
     if docs:
-        write_docs(f"{describe(result.params)}\n\n{text}")
+        from benchmarks.machine import describe as machine
+        from benchmarks.machine import provenance
+
+        run = {**machine(), "started": result.started} if result.started else machine()
+        write_docs(f"{provenance(run)} {describe(result.params)}\n\n{text}")
     return 0 if all(r.exactly_once.startswith("yes") for r in result.runs.values()) else 1
 
 

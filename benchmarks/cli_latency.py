@@ -185,7 +185,7 @@ def run(
     if s3 is None:
         section.notes.append("The S3 registry was not measured: no moto server could start.")
     section.notes.append(
-        "Goals, as read from the issue: `--help` under 150 ms; `list` under 300 ms on local "
+        "Targets: `--help` under 150 ms; `list` under 300 ms on local "
         "disk and on S3; `config` under 300 ms."
     )
     best["commands"] = {
@@ -196,7 +196,7 @@ def run(
     except BenchError as error:
         section.notes.append(f"The commands through flinkish web were not measured: {error}")
     section.notes.append(
-        "Goals of the commands through flinkish web, as read from the issue: `list -a` over "
+        "Targets of the commands through flinkish web: `list -a` over "
         "50 jobs on S3 through the endpoint under 150 ms, straight from storage under 450 ms; "
         "`cancel`, `savepoint -detached` and `stop -detached` through the endpoint under 150 ms."
     )

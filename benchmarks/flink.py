@@ -50,7 +50,9 @@ from benchmarks.session import SessionFigures
 TITLE = "8. Apache Flink itself (optional)"
 JOB = BENCH_JOBS / "flink_counts.py"
 PACKAGE = "apache-flink"
-DEFAULT_VENV = Path.home() / ".cache" / "flinkish-bench" / "flink-venv"
+#: where Flink's virtual environment goes unless BENCH_FLINK_VENV says, as the page shows it
+DEFAULT_VENV_SHOWN = "~/.cache/flinkish-bench/flink-venv"
+DEFAULT_VENV = Path(DEFAULT_VENV_SHOWN).expanduser()
 SLOTS = 2
 #: What the wheel must carry for a session cluster and ``flink run -py``.
 DISTRIBUTION = (
@@ -351,7 +353,8 @@ def measure(flink: FlinkInstall, cluster: FlinkCluster, data: Path, reps: int) -
 def method(params: FlinkParams) -> str:
     return (
         f"Apache Flink from PyPI (`pip install {PACKAGE}` into a virtual environment of its "
-        f"own, `{venv_dir()}`, reused between runs; the wheel carries Flink's distribution) "
+        f"own, `{DEFAULT_VENV_SHOWN}` unless `BENCH_FLINK_VENV` names another, "
+        "reused between runs; the wheel carries Flink's distribution) "
         "runs a local session cluster (`start-cluster.sh`: a JobManager and a TaskManager "
         f"with {SLOTS} slots, REST on a free port of 127.0.0.1, a private configuration made "
         "from the distribution's own `config.yaml`). `flink run -d -py "

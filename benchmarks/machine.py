@@ -91,6 +91,24 @@ def load_average() -> str:
     return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
+def provenance(run: dict[str, Any]) -> str:
+    """The line a section written by its own script (the soak's, the autoscaler's) opens
+    with: when it ran, on what and on which commit, from ``run`` (:func:`describe`'s keys
+    and ``started``; a key it lacks is left out)."""
+    parts = [f"Measured on {run['started']}," if run.get("started") else "Measured"]
+    cores = f"{run['cores_usable']} cores" if run.get("cores_usable") else run.get("cores")
+    machine = [str(v) for v in (cores, run.get("cpu"), run.get("memory")) if v]
+    if machine:
+        parts.append("on " + ", ".join(machine))
+    versions = [f"{label} {run[k]}" for k, label in (("flinkish", "flinkish"), ("spark", "Spark"))
+                if run.get(k)]  # fmt: skip
+    if run.get("commit"):
+        versions.append(f"commit {run['commit']}")
+    if versions:
+        parts.append("(" + ", ".join(versions) + ")")
+    return " ".join(parts) + "."
+
+
 def describe() -> dict[str, Any]:
     """The machine, the software versions, and the load average now."""
     logical = os.cpu_count() or 0

@@ -419,8 +419,24 @@ def report(result: SoakResult) -> str:
         lines.append(
             f"| memory: {name} | {fmt_bytes(first)} | {fmt_bytes(last)} | {growth:+.1%} | ≤ 5 %/h |"
         )
-    lines += ["", "Upgrades: " + ("; ".join(result.upgrades) or "none")]
+    stable = sum(1 for line in result.upgrades if line.rstrip(".").endswith("is stable"))
+    lines += ["", f"Upgrades: {len(result.upgrades)}, {stable} of them completed and stable."]
+    lines += ["", READING]
     return "\n".join(lines) + "\n"
+
+
+#: How to read the soak's table (the same for every run)
+READING = (
+    "Reading the table: the checkpoint's offsets and commits, the logs (rolled and capped by "
+    "`env.log.max`) and the savepoints (`state.savepoints.history.count`) are bounded; what "
+    "grows with the job's age is what Spark records per input and output file, the file "
+    "sources' logs (`sources`) and the file sink's `_spark_metadata`, each a list of every "
+    "file ever read or written. Spark offers no bound for the source's log; flinkish "
+    "reports it (`flinkish info <JobID>`, the dashboard, "
+    '`flinkish_query_checkpoint_bytes{grows="age"}`) with what to do. The registry grows '
+    "by one entry per upgrade (the replaced job stays for `list -a` and the savepoint "
+    "lineage), and state with the keys of the counting job."
+)
 
 
 #: The soak's section of docs/benchmarks.md, kept between these lines (``scripts/bench``
@@ -470,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         savepoint_every=args.savepoint_every, kill_every=args.kill_every,
         upgrade_every=args.upgrade_every, sample_every=args.sample_every,
     )  # fmt: skip
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     try:
         result = Soak(Workspace(root), params).run()
     except KeyboardInterrupt:
@@ -478,7 +495,10 @@ def main(argv: list[str] | None = None) -> int:
     text = report(result)
     print(text)
     if args.docs:
-        write_docs(f"{_describe(params)}\n\n{text}")
+        from benchmarks.machine import describe, provenance
+
+        run = {**describe(), "started": started}
+        write_docs(f"{provenance(run)} {_describe(params)}\n\n{text}")
     if args.json:
         Path(args.json).write_text(
             json.dumps([s.__dict__ for s in result.samples], indent=1, default=str)

@@ -2,8 +2,14 @@
 # The README's first command: set up, write a backlog of orders, run the orders example on
 # embedded local Spark with the default configuration (conf/flink-conf.yaml), show the result.
 # The job runs in BATCH mode: it processes the backlog, finishes, and exits 0.
+#
+#   FLINKISH_DEMO_DIR   where the input and the output go (default ./data/demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 ./scripts/setup.sh
 
 data=${FLINKISH_DEMO_DIR:-./data/demo}

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Set up flinkish in ./.venv: checks Java and Python, installs the package with its session
-# extra (the Spark Connect client for session clusters) and, with --test, its test
-# dependencies. Safe to run again; the README's two commands call it.
+# extra (the Spark Connect client for session clusters) and its web extra (flinkish web).
+# Safe to run again.
+#
+#   scripts/setup.sh          what running jobs needs
+#   scripts/setup.sh --test   also the test dependencies, the documentation site's (MkDocs),
+#                             and, as root, Debian's prometheus, chromium and chromium-driver
+#   PYTHON                    the Python 3.10+ to make .venv with (default python3)
+#   JAVA_HOME                 the Java 17+ Spark runs on (default: java on the PATH)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 
 extras="[session,web]"
-[ "${1:-}" = "--test" ] && extras="[session,web,test]"
+[ "${1:-}" = "--test" ] && extras="[session,web,test,docs]"
 
 java_bin="java"
 [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java_bin="$JAVA_HOME/bin/java"

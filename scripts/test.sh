@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything and run the whole test suite (what CI runs): lint, the import layers
-# (pyproject.toml's [tool.importlinter] contracts), then pytest.
+# (pyproject.toml's [tool.importlinter] contracts), the documentation site, then pytest.
 # FLINKISH_SOAK_ROUNDS runs the suite's long form (tests/fixtures/long_form.py) with that many
 # rounds of the kill tests; CI runs the gate, without it.
 # FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 2: one per core here; three kept
@@ -18,6 +18,11 @@ cd "$(dirname "$0")/.."
 .venv/bin/lint-imports --no-logo --no-cache
 # The type checker, over the packages pyproject.toml's [tool.mypy] lists.
 .venv/bin/mypy
+# The documentation site (mkdocs.yml), built strictly: a broken link, anchor, include or image
+# fails; into a temporary directory, never committed.
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 workers=${FLINKISH_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
   exec .venv/bin/pytest "$@"

@@ -19,6 +19,19 @@ import click
 
 from flinkish_cli import __version__
 
+#: The exit statuses of every action (Flink's CLI has the same three; the command reference
+#: lists them): success, any error a user can fix or a bug, and an interruption.
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_STATUSES: dict[int, str] = {
+    EXIT_OK: "The action did what it was asked (an attached job finished, a savepoint was taken).",
+    EXIT_ERROR: (
+        "Any error: bad usage (an unknown action or option, a missing argument), a job that "
+        "failed or was cancelled while attached, an upgrade whose new program did not become "
+        "stable, a refused request, or an internal error."
+    ),
+    EXIT_INTERRUPTED: "Interrupted (Ctrl-C or SIGTERM) while the action waited.",
+}
+
 #: action name -> "module:attribute" of its click command, in the order ``--help`` lists them.
 ACTIONS: dict[str, tuple[str, str]] = {
     "run": ("flinkish_cli.cli.commands.run:run", "Submit a PySpark job, attached or detached."),
@@ -171,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         )
         _print_error("Please specify an action.", None)
-        sys.exit(1)
+        sys.exit(EXIT_ERROR)
 
     def verbose() -> bool:
         return VERBOSE["on"] or bool(os.environ.get("FLINKISH_VERBOSE"))
@@ -189,20 +202,20 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         _print_error("Aborted.", None)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as error:
         _print_error(error.format_message(), _usage_hint(error))
-        sys.exit(1)
+        sys.exit(EXIT_ERROR)
     except click.exceptions.Exit as exit_:
         sys.exit(exit_.exit_code)
     except KeyboardInterrupt:
         _print_error("Interrupted.", None)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:  # the reader went away (`flinkish logs ... | head`)
         from flinkish_cli.cli.output import discard_output
 
         discard_output()
-        sys.exit(0)
+        sys.exit(EXIT_OK)
     except Exception as error:  # a bug: say so, briefly unless verbose
         if verbose():
             raise
@@ -210,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
             f"Internal error: {type(error).__name__}: {error}",
             "This is a bug in flinkish; run again with --verbose for the traceback.",
         )
-        sys.exit(1)
+        sys.exit(EXIT_ERROR)
 
 
 def _usage_hint(error: click.ClickException) -> str | None:

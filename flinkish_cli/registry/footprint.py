@@ -1,7 +1,7 @@
 """What a query's checkpoint takes on storage, part by part, and which parts grow with age.
 
 A query's checkpoint (``<execution.checkpointing.dir>/<JobID>/<identity>/``) holds Spark's
-logs and state. Measured on a real job (see the README's "What grows in a checkpoint"):
+logs and state (the user's view: docs/guides/bounded-checkpoints.md):
 
 ``offsets``, ``commits``
     one small file per micro-batch, purged by Spark to ``spark.sql.streaming.minBatchesToRetain``

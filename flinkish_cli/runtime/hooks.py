@@ -287,6 +287,8 @@ def _patch_writer(cls: type) -> None:
         **opts: Any,
     ) -> Any:
         prepare(self, format, outputMode, partitionBy, queryName, opts)
+        if path is not None:  # start(path) is option("path", path), as Spark's own start()
+            record(self, "path", path)
         begin = orig["start"]
         return _active().start(self, lambda: begin(self) if path is None else begin(self, path))
 

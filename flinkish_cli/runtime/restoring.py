@@ -113,9 +113,27 @@ class JobRestorer:
         )
         faults.inject("restore-copied", self.plan.attempt)
         self.restored[query.identity] = saved.last_committed_batch
-        if self._rescale(query, saved, checkpoint, spark, repartition, target):
+        if saved.last_committed_batch < 0:
+            self._start_partitions(query, target, checkpoint, spark)
+        elif self._rescale(query, saved, checkpoint, spark, repartition, target):
             faults.inject("restore-repartitioned", self.plan.attempt)
         self._mark(query.identity, "done")
+
+    def _start_partitions(
+        self, query: QueryIdentity, target: Any, checkpoint: str, spark: Any
+    ) -> None:
+        """A query saved before its first committed batch has no state: it starts as a fresh
+        query of this run would, with the session's shuffle partitions (Spark would plan the
+        batch it planned, and replays, with the partitions recorded in its offset log)."""
+        from flinkish_cli.savepoints.restore import set_stateless_partitions
+
+        partitions = _session_partitions(spark, self.plan.parallelism)
+        if set_stateless_partitions(target, checkpoint, partitions):
+            log.info(
+                "%s had committed no batch: it starts with %s shuffle partitions.",
+                query.label(),
+                partitions,
+            )
 
     def _rescale_in_place(
         self, query: QueryIdentity, target: Any, checkpoint: str, spark: Any, repartition: Any
@@ -138,7 +156,7 @@ class JobRestorer:
         current = None
         if stage != "started" and target.exists(checkpoint):
             try:
-                current = snapshot_query(target, checkpoint, query.identity, False).manifest
+                current = snapshot_query(target, checkpoint, query.identity).manifest
             except Exception as error:  # damaged: the savepoint has the query's state
                 log.warning("The checkpoint %s cannot be read (%s).", checkpoint, error)
         if saved is None and current is None:
@@ -186,13 +204,18 @@ class JobRestorer:
         if not sink.exists(log_dir):
             return
         held = layout.numbered([i.name.split(".")[0] for i in sink.list(log_dir)])
-        planned = layout.numbered([i.name for i in target.list(join(checkpoint, "offsets"))])
+        planned = layout.numbered(_names(target, join(checkpoint, "offsets")))
         replayable = planned[-1] if planned else -1
         if held and held[-1] > replayable:
             saved = self.restored.get(query.identity)
+            at = (
+                f"at batch {saved}"
+                if saved is not None and saved >= 0
+                else "before its first batch"
+            )
             raise SavepointError(
                 f"{query.label()} writes to the file sink {path}, which holds batches up to "
-                f"{held[-1]}, written after the savepoint's batch {saved}: resumed, Spark's "
+                f"{held[-1]}, written after the savepoint (taken {at}): resumed, Spark's "
                 f"file sink would skip batches {replayable + 1}..{held[-1]} and lose their "
                 "input.",
                 "Resume from the job's latest savepoint or retained checkpoint, or write this "
@@ -340,7 +363,7 @@ class JobRestorer:
         from flinkish_cli.savepoints.create import snapshot_query
 
         try:
-            current = snapshot_query(target, checkpoint, query.identity, require_commit=False)
+            current = snapshot_query(target, checkpoint, query.identity)
             at = current.manifest.last_committed_batch
         except Exception:
             at = None
@@ -394,7 +417,7 @@ class JobRestorer:
             return
         if not self.validated or not self.restored:
             return
-        if not all((last_batches.get(name) or -1) > batch for name, batch in self.restored.items()):
+        if not all(_after(last_batches.get(name), batch) for name, batch in self.restored.items()):
             return
         self._claimed = True
         source, storage, names = self.source, self.source_storage, list(self.restored)
@@ -411,6 +434,11 @@ class JobRestorer:
                 log.warning("Could not delete the claimed %s: %s", source.path, error)
 
         threading.Thread(target=delete, name="flinkish-claim", daemon=True).start()
+
+
+def _after(committed: int | None, batch: int) -> bool:
+    """Whether a query has committed a batch after ``batch`` (-1: before its first)."""
+    return committed is not None and committed > batch
 
 
 def _names(storage: Any, directory: str) -> list[str]:

@@ -6,7 +6,11 @@ while the queries keep running, or after a graceful stop. The steps, for each qu
 1. find its last committed batch C (the newest ``commits/<C>``), and refuse a checkpoint
    that holds a symbolic link or another special file (nothing is ever copied through a
    link) or whose log entries for C are damaged;
-2. choose the files that resume at C (see :mod:`.layout`);
+2. choose the files that resume at C (see :mod:`.layout`); a query that has committed no
+   batch yet (C is -1: the job has just started, or its sources have had no input) is saved
+   too, as Flink saves a job that has not completed a checkpoint: its identity
+   (``metadata``), the first batch it planned, if any, and its sources' logs (where they
+   start), and no state;
 3. copy them into ``<savepoint>/<query>/``: hard links on one local file system, server-side
    copies within S3, parallel multipart transfers between local disk and S3;
 4. checksum what landed (SHA-256), checking each file against the Hadoop checksum Spark
@@ -104,16 +108,17 @@ def last_committed_batch(storage: Storage, directory: str) -> int | None:
     return commits[-1] if commits else None
 
 
-def snapshot_query(
-    storage: Storage, directory: str, name: str, require_commit: bool = True
-) -> QuerySnapshot:
+def snapshot_query(storage: Storage, directory: str, name: str) -> QuerySnapshot:
     """Choose the files of ``directory`` (a query's checkpoint) at its last committed batch.
 
-    A savepoint needs a committed batch (``require_commit``); resuming a job's retained
-    checkpoint does not: a query killed before its first commit resumes with its planned
-    first batch, as Spark would restart it in place. A checkpoint holding a symbolic link
-    (or another special file) is refused, and so is one whose log entries for that batch
-    do not parse (:class:`DamagedCheckpointError`).
+    A query that has committed no batch yet is chosen at batch -1: its ``metadata`` (the
+    query's id), the offsets of the first batch it planned (replayed exactly on resume, as
+    Spark restarts it in place) and its sources' logs, never a state file (a batch that has
+    not committed has no state to resume from). Resumed, such a query starts where it would
+    have started: a file source reads the files its log has not listed as read, every one
+    of them when it had read none. A checkpoint holding a symbolic link (or another special
+    file) is refused, and so is one whose log entries for that batch do not parse
+    (:class:`DamagedCheckpointError`).
     """
     from flinkish_cli.storage import join
 
@@ -121,11 +126,6 @@ def snapshot_query(
         storage, directory, f"The checkpoint of query '{name}' ({directory})", "Nothing was copied"
     )
     committed = last_committed_batch(storage, directory)
-    if committed is None and require_commit:
-        raise SavepointError(
-            f"Query '{name}' has not completed a micro-batch yet, so it has no state to save.",
-            "If the job is running, wait for its first batch ('flinkish checkpoint <JobID>').",
-        )
     last = committed if committed is not None else -1
     planned = layout.numbered([i.name for i in _list(storage, join(directory, "offsets"))])
     described = last if last >= 0 else (planned[0] if planned else None)
@@ -168,6 +168,8 @@ def snapshot_query(
             if layout.batch_files([parts[-1]], last):
                 files.append(relative)
         elif top == "state":
+            if last < 0:
+                continue  # no committed batch: no state (what a batch under way wrote is not)
             if layout.state_file_needed(relative, last):
                 files.append(relative)
             if len(parts) >= 4 and parts[1].isdigit() and parts[2].isdigit():
@@ -242,6 +244,15 @@ def take_savepoint(
             damaged.query, damaged.directory, damaged.detail, SAVEPOINT_DAMAGED_HINT
         ) from None
     for snapshot in snapshots:
+        if snapshot.manifest.last_committed_batch < 0 and "metadata" not in snapshot.files:
+            # Spark writes a query's metadata as the query starts: without it, and without a
+            # committed batch, what was its checkpoint is gone (deleted, or never there)
+            raise DamagedCheckpointError(
+                snapshot.name,
+                snapshot.directory,
+                "it has neither the query's metadata nor a committed batch",
+                SAVEPOINT_DAMAGED_HINT,
+            )
         snapshot.manifest.shape = (shapes or {}).get(snapshot.name)
     if before_copy is not None:
         before_copy()

@@ -16,7 +16,9 @@ which is what makes a savepoint of a running query consistent: it takes exactly 
 the last committed batch C (commits up to C, state versions up to C + 1), and ignores the state
 a running batch C + 1 is writing. It keeps the offsets of the planned batch C + 1 when they
 exist: Spark then replays exactly that batch on resume, as it does after a crash, so a sink
-that already committed it (Spark's file sink) skips the same rows it holds. Of a source's
+that already committed it (Spark's file sink) skips the same rows it holds. A query that has
+committed no batch yet is taken at C = -1: no state, the offsets of its planned batch 0 if it
+has planned one, its sources' logs. Of a source's
 log it keeps the newest compaction (``<N>.compact``: a file source's list of every file it
 has read, up to batch N) and every entry after it, whatever their numbers: a source numbers
 its log itself, and after a crash it can run ahead of the batch ids, so a batch's offsets may

@@ -122,7 +122,7 @@ def read_checkpoint(storage: Storage, path: str, verify: bool = True) -> Manifes
         except JobError as error:
             raise SavepointError(error.message, error.hint) from None
         try:
-            snapshot = snapshot_query(storage, info.path, info.name, require_commit=False)
+            snapshot = snapshot_query(storage, info.path, info.name)
             if verify:
                 digest_files(storage, info.path, snapshot.files)
         except DamagedFileError as damaged:
@@ -332,7 +332,7 @@ def restore_query(
         from flinkish_cli.savepoints.create import snapshot_query
 
         directory = source.query_dir(name)
-        files = snapshot_query(source_storage, directory, name, require_commit=False).files
+        files = snapshot_query(source_storage, directory, name).files
     if leave_out:
         left = tuple(f"state/{operator}/" for operator in leave_out)
         files = [f for f in files if not f.startswith(left)]

@@ -229,7 +229,7 @@ class StateRow:
         }
 
 
-#: How ``state show`` orders keys, biggest first (documented in the README).
+#: How ``state show`` orders keys, biggest first (documented in docs/guides/reading-state.md).
 BIGGEST = (
     "a key's size is the bytes of its rows in Spark's JSON encoding (key and value of each "
     "row, summed over the key's rows), then its number of rows (a join side's buffered rows, "

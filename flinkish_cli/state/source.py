@@ -354,7 +354,7 @@ def _copy_query(storage: Storage, directory: str, name: str, copy: str) -> Query
     from flinkish_cli.storage import LocalStorage
 
     def choose() -> QuerySnapshot:  # a stateless query, or one before its first batch: no files
-        snapshot = snapshot_query(storage, directory, name, require_commit=False)
+        snapshot = snapshot_query(storage, directory, name)
         query = snapshot.manifest
         if not (query.stateful and query.last_committed_batch >= 0):
             snapshot.files = []

@@ -109,7 +109,7 @@ def of_job(status: JobStatus, config: Any) -> SavedState:
         storage = open_for_config(query.checkpoint, config)
         if not storage.exists(query.checkpoint):
             continue
-        snapshot = snapshot_query(storage, query.checkpoint, name, require_commit=False)
+        snapshot = snapshot_query(storage, query.checkpoint, name)
         saved.queries.append(
             SavedQueryState(snapshot.manifest, storage, query.checkpoint, snapshot.files)
         )

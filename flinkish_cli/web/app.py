@@ -44,6 +44,7 @@ def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
     rescales = RescaleRoutes(client).routes()
 
     async def page(request: Request) -> Response:
+        """The dashboard's page."""
         return FileResponse(dashboard.ASSETS / "index.html")
 
     routes = [

@@ -63,47 +63,61 @@ class FlinkRestApi:
 
     # -- reading ---------------------------------------------------------------------------
     async def config(self, request: Request) -> Response:
+        """The dashboard's configuration: flinkish's version, the refresh interval and whether jobs
+        may be cancelled."""
         s = self.settings
         return ok(flink_json.dashboard_config(s.version, s.refresh_ms, s.cancel_enabled))
 
     async def overview(self, request: Request) -> Response:
+        """The cluster overview: the jobs by state, and the task managers and slots of the jobs that
+        are not over."""
         jobs = await self._jobs()
         jvms = await run_in_threadpool(self.client.jvm_records, jobs)
         return ok(flink_json.cluster_overview(jobs, self.settings.version, jvms))
 
     async def jobs(self, request: Request) -> Response:
+        """Every job's JobID and state."""
         return ok(flink_json.job_ids(await self._jobs()))
 
     async def jobs_overview(self, request: Request) -> Response:
+        """Every job's overview, as Flink's ``/jobs/overview``: name, state, times, tasks."""
         return ok({"jobs": [flink_json.job_overview(s) for s in await self._jobs()]})
 
     async def job(self, request: Request) -> Response:
+        """The job's details: its state, times, vertices (one per query) and last savepoint."""
         status = await self._status(parsing.job_id(request))
         savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
         graph = await run_in_threadpool(self.client.graph, status.job_id)
         return ok(flink_json.job_details(status, last_savepoint=savepoint, graph=graph))
 
     async def job_plan(self, request: Request) -> Response:
+        """The job's plan: one node per query, with its operators."""
         status = await self._status(parsing.job_id(request))
         graph = await run_in_threadpool(self.client.graph, status.job_id)
         return ok({"plan": flink_json.plan(status, graph)})
 
     async def job_status(self, request: Request) -> Response:
+        """The job's state."""
         status = await self._status(parsing.job_id(request))
         return ok({"status": status.effective_state().value})
 
     async def job_config(self, request: Request) -> Response:
+        """The job's configuration, as Flink's ``/jobs/:jobid/config``: its name and the
+        configuration it runs with."""
         status = await self._status(parsing.job_id(request))
         conf = await run_in_threadpool(self.client.job_configuration, status.job_id)
         return ok(flink_json.job_config(status, conf))
 
     async def job_checkpoints(self, request: Request) -> Response:
+        """The job's checkpoint statistics: counts, the latest completed checkpoint and savepoint,
+        and the history of micro-batches."""
         status = await self._status(parsing.job_id(request))
         savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
         history = self.settings.history_size
         return ok(flink_json.checkpoints(status, history, last_savepoint=savepoint))
 
     async def job_exceptions(self, request: Request) -> Response:
+        """The job's exception history (``?maxExceptions=`` the newest only)."""
         status = await self._status(parsing.job_id(request))
         limit = request.query_params.get("maxExceptions", "")
         size = int(limit) if limit.isdigit() else len(status.exceptions)
@@ -189,11 +203,14 @@ class FlinkRestApi:
         )
 
     async def dashboard_jobs(self, request: Request) -> Response:
+        """The dashboard's job list: each job's row with its last savepoint, and how many jobs
+        cannot be read."""
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
         savepoints = await run_in_threadpool(self.client.last_savepoints, [s.job_id for s in jobs])
         return ok(dashboard.job_rows(jobs, len(unreadable), savepoints))
 
     async def dashboard_series(self, request: Request) -> Response:
+        """The job's figures over time, for the dashboard's charts."""
         status = await self._status(parsing.job_id(request))
         kept = await run_in_threadpool(self.client.series, status)
         return ok(dashboard.series(status, kept))
@@ -245,6 +262,7 @@ class FlinkRestApi:
         return ok(await run_in_threadpool(self.client.graph_view, status))
 
     async def dashboard_savepoints(self, request: Request) -> Response:
+        """The job's savepoints, for the dashboard's savepoint tab."""
         status = await self._status(parsing.job_id(request))
         records = await run_in_threadpool(self.client.savepoint_history, status.job_id)
         return ok(dashboard.savepoints(records))
@@ -264,6 +282,7 @@ class FlinkRestApi:
             raise FlinkError(409, error.message, error) from None
 
     async def cancel(self, request: Request) -> Response:
+        """Cancels the job (``?mode=cancel``, the only mode); 202 once the request is written."""
         job_id = parsing.job_id(request)
         mode = request.query_params.get("mode", "cancel").lower()
         if mode != "cancel":
@@ -288,6 +307,7 @@ class FlinkRestApi:
         return ok({}, 202)
 
     async def stop(self, request: Request) -> Response:
+        """Stops the job with a savepoint (``targetDirectory``, ``drain``); its trigger id."""
         job_id = parsing.job_id(request)
         allowed = {"targetDirectory": (str,), "drain": (bool,)}
         data, trigger, fmt = await parsing.savepoint_body(
@@ -306,6 +326,8 @@ class FlinkRestApi:
         return ok({"request-id": tid}, 202)
 
     async def savepoint(self, request: Request) -> Response:
+        """Triggers a savepoint (``target-directory``; ``cancel-job`` cancels the job after it); its
+        trigger id."""
         job_id = parsing.job_id(request)
         allowed = {"target-directory": (str,), "cancel-job": (bool,)}
         data, trigger, fmt = await parsing.savepoint_body(
@@ -330,12 +352,15 @@ class FlinkRestApi:
         return ok({"request-id": tid}, 202)
 
     async def savepoint_status(self, request: Request) -> Response:
+        """The savepoint trigger's status: IN_PROGRESS, or COMPLETED with the savepoint's
+        location."""
         _, result = await self._trigger_status(request, "savepoint")
         if result is None:
             return ok({"status": {"id": "IN_PROGRESS"}})
         return ok({"status": {"id": "COMPLETED"}, "operation": {"location": result["path"]}})
 
     async def checkpoint(self, request: Request) -> Response:
+        """Triggers a checkpoint (every query commits its next micro-batch); its trigger id."""
         job_id = parsing.job_id(request)
         allowed = {"checkpointType": (str,), "triggerId": (str,)}
         data = await parsing.body(request, allowed, "CheckpointTriggerRequestBody")
@@ -349,6 +374,7 @@ class FlinkRestApi:
         return ok({"request-id": tid}, 202)
 
     async def checkpoint_status(self, request: Request) -> Response:
+        """The checkpoint trigger's status: IN_PROGRESS, or COMPLETED with the checkpoint id."""
         job_id, result = await self._trigger_status(request, "checkpoint")
         if result is None:
             return ok({"status": {"id": "IN_PROGRESS"}})
@@ -381,6 +407,7 @@ class FlinkRestApi:
         return result
 
     async def dispose(self, request: Request) -> Response:
+        """Disposes of a savepoint (``savepoint-path``); its trigger id."""
         data = await parsing.body(request, {"savepoint-path": (str,)}, "SavepointDisposalRequest")
         path = data.get("savepoint-path")
         if not path:
@@ -389,6 +416,7 @@ class FlinkRestApi:
         return ok({"request-id": tid})
 
     async def dispose_status(self, request: Request) -> Response:
+        """The disposal's status: COMPLETED once the savepoint is gone."""
         trigger = request.path_params["triggerid"].lower()
         unknown = f"Operation not found under key: {trigger[:64]}"
         result = None
@@ -403,10 +431,13 @@ class FlinkRestApi:
 
     # -- the registry's documents for flinkish's CLI (flinkish_cli.client.wire) -------------
     async def registry_jobs(self, request: Request) -> Response:
+        """Every job's status document as the registry holds it, and the jobs whose status cannot be
+        read."""
         documents, unreadable = await run_in_threadpool(self.client.job_listing)
         return ok({"jobs": documents, "unreadable": [dataclasses.asdict(j) for j in unreadable]})
 
     async def registry_job(self, request: Request) -> Response:
+        """The job's status document as the registry holds it."""
         job_id = parsing.job_id(request)
         try:
             text = await run_in_threadpool(self.client.status_document, job_id)
@@ -423,18 +454,22 @@ class FlinkRestApi:
         return job_id, trigger
 
     async def control_answer(self, request: Request) -> Response:
+        """The job's answer to a control request (null while it has not answered), and whether the
+        job claimed it."""
         job_id, trigger = self._control(request)
         response, claimed = await run_in_threadpool(self.client.trigger_answer, job_id, trigger)
         answer = None if response is None else dataclasses.asdict(response)
         return ok({"response": answer, "claimed": claimed})
 
     async def control_withdraw(self, request: Request) -> Response:
+        """Withdraws a control request the job has not claimed; whether it was withdrawn."""
         job_id, trigger = self._control(request)
         await request.body()
         withdrawn = await run_in_threadpool(self.client.withdraw, job_id, trigger)
         return ok({"withdrawn": withdrawn})
 
     async def control_forget(self, request: Request) -> Response:
+        """Removes a control request and its answer."""
         job_id, trigger = self._control(request)
         await run_in_threadpool(self.client.forget, job_id, trigger)
         return ok({})
@@ -467,10 +502,12 @@ class FlinkRestApi:
         return StreamingResponse(body(), media_type="text/plain; charset=utf-8")
 
     async def registry_savepoints(self, request: Request) -> Response:
+        """Every job's savepoint records, newest first."""
         records = await run_in_threadpool(self.client.savepoint_history, None)
         return ok({"savepoints": [r.to_dict() for r in records]})
 
     async def registry_job_savepoints(self, request: Request) -> Response:
+        """The job's savepoint records, newest first."""
         job_id = parsing.job_id(request)
         try:
             records = await run_in_threadpool(self.client.savepoint_history, job_id)
@@ -481,6 +518,7 @@ class FlinkRestApi:
         return ok({"savepoints": [r.to_dict() for r in records]})
 
     async def registry_last_savepoints(self, request: Request) -> Response:
+        """The last savepoint record of each job named in ``?jobs=`` (comma-separated JobIDs)."""
         given = [j for j in request.query_params.get("jobs", "").lower().split(",") if j]
         bad = [j for j in given if not is_job_id(j)]
         if bad:

@@ -144,6 +144,10 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 )
 
 
+#: (name, help) of the one metric without labels: whether the registry could be read
+REGISTRY_UP = ("flinkish_registry_up", "Whether the registry could be read.")
+
+
 class RegistryCollector:
     """A Prometheus collector over the job client's registry."""
 
@@ -151,7 +155,7 @@ class RegistryCollector:
         self.client = client
 
     def collect(self) -> Iterator[Metric]:
-        up = GaugeMetricFamily("flinkish_registry_up", "Whether the registry could be read.")
+        up = GaugeMetricFamily(*REGISTRY_UP)
         try:
             jobs, _unreadable = self.client.list_jobs()
         except Exception as error:  # a scrape never fails: it says the registry is down
@@ -294,6 +298,13 @@ PROCESS_GAUGES = (
     ("cpu_load", "CPU_Load", "Recent CPU use of the JVM, 0 to 1 (-1: unknown)."),
     ("cpu_time", "CPU_Time", "CPU time used by the JVM (ns; -1: unknown)."),
 )
+#: (name after ``GarbageCollector_<collector>_``, help; ``{what}`` names the collector) of
+#: each garbage collector's gauges; the last only where the JVM's record has its rate
+GC_GAUGES = (
+    ("Count", "Collections by {what}."),
+    ("Time", "Time spent in {what} (ms)."),
+    ("TimeMsPerSecond", "Ms per second in {what}."),
+)
 _INVALID = re.compile(r"[^a-zA-Z0-9:_]")
 
 
@@ -324,16 +335,12 @@ class ProcessFamilies:
             # becomes "_" (G1 Young Generation: G1_Young_Generation)
             group = "GarbageCollector_" + _INVALID.sub("_", collector) + "_"
             what = f"collector {collector}"
-            self._family(prefix, group + "Count", f"Collections by {what}.").add_metric(
-                labels, figures.count
-            )
-            self._family(prefix, group + "Time", f"Time spent in {what} (ms).").add_metric(
-                labels, figures.time_ms
-            )
-            if figures.time_ms_per_second is not None:
-                self._family(
-                    prefix, group + "TimeMsPerSecond", f"Ms per second in {what}."
-                ).add_metric(labels, figures.time_ms_per_second)
+            values = (figures.count, figures.time_ms, figures.time_ms_per_second)
+            for (suffix, documentation), value in zip(GC_GAUGES, values, strict=True):
+                if value is not None:
+                    self._family(
+                        prefix, group + suffix, documentation.format(what=what)
+                    ).add_metric(labels, value)
 
     def families(self) -> Iterator[Metric]:
         return iter(self._families.values())
@@ -345,6 +352,7 @@ def metrics_route(client: Any) -> Route:
     registry.register(RegistryCollector(client))
 
     async def metrics(request: Request) -> Response:
+        """Every job's metrics in Prometheus' text format, read afresh at each scrape."""
         body = await run_in_threadpool(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

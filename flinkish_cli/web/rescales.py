@@ -192,10 +192,13 @@ class RescaleRoutes:
         return status, history
 
     async def get_requirements(self, request: Request) -> Response:
+        """The job's resource requirements: its parallelism as Flink's lower and upper bound."""
         status, _ = await self._job(request)
         return ok(requirements(status))
 
     async def put_requirements(self, request: Request) -> Response:
+        """Rescales the job to the largest upper bound the requirements sent ask for
+        (through a savepoint)."""
         job_id = parsing.job_id(request)
         raw = await parsing.json_object(request, "JobResourceRequirementsBody")
         parallelism = requested_parallelism(raw)
@@ -216,18 +219,23 @@ class RescaleRoutes:
         return Response(history.to_json(), media_type=JSON_TYPE)
 
     async def history(self, request: Request) -> Response:
+        """The job's rescales, newest first."""
         status, history = await self._job(request)
         return ok([details(status, r, False) for r in reversed(history.rescales)])
 
     async def overview(self, request: Request) -> Response:
+        """The job's rescale overview: counts, and its latest completed, failed and
+        ignored rescale."""
         status, history = await self._job(request)
         return ok(overview(status, history))
 
     async def summary(self, request: Request) -> Response:
+        """The job's rescale summary: counts and durations of its rescales."""
         _, history = await self._job(request)
         return ok(summary(history))
 
     async def details(self, request: Request) -> Response:
+        """One rescale of the job, as Flink's ``JobRescaleDetails``, with its vertices."""
         status, history = await self._job(request)
         uuid = request.path_params["rescaleuuid"]
         record = history.find(uuid)

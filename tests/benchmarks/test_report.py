@@ -82,3 +82,44 @@ def test_a_benchmark_run_keeps_the_soaks_section_and_a_soak_replaces_only_its_ow
     text = page.read_text()
     assert "second soak" in text and "first soak" not in text
     assert text.count("## 9. The soak") == 1 and "## 3. CLI latency" in text
+
+
+def test_the_page_is_what_the_generators_make_of_the_stored_results(tmp_path) -> None:
+    """``docs/benchmarks.md`` is generated: rewriting it from ``benchmarks/results.json``
+    (``python -m benchmarks.report``, keeping the soak's and the autoscaler's sections, each
+    with its own run's line) changes nothing, so no hand-written note hides in it."""
+    import shutil
+    from pathlib import Path
+
+    from benchmarks import autoscale, soak
+    from benchmarks.report import main
+
+    root = Path(__file__).resolve().parents[2]
+    page = tmp_path / "benchmarks.md"
+    shutil.copy(root / "docs" / "benchmarks.md", page)
+    assert main(["--json", str(root / "benchmarks" / "results.json"), "--markdown", str(page)]) == 0
+    assert page.read_text() == (root / "docs" / "benchmarks.md").read_text(), (
+        "docs/benchmarks.md differs from its generator's output: run 'python -m benchmarks.report'"
+    )
+    text = page.read_text()
+    for begin, end in (
+        (soak.DOCS_BEGIN, soak.DOCS_END),
+        (autoscale.DOCS_BEGIN, autoscale.DOCS_END),
+    ):
+        section = text.split(begin, 1)[1].split(end, 1)[0]
+        assert "\n\nMeasured on " in section  # the run it comes from
+    assert "/root/" not in text and "/tmp/" not in text and "/work/" not in text
+
+
+def test_a_section_of_its_own_script_names_its_run() -> None:
+    from benchmarks.machine import provenance
+
+    line = provenance(
+        {"started": "2026-01-02 03:04 UTC", "cores_usable": 2, "cpu": "cpu", "memory": "1 GiB",
+         "flinkish": "0.1.0", "spark": "4.3.0", "commit": "abc1234"}
+    )  # fmt: skip
+    assert line == (
+        "Measured on 2026-01-02 03:04 UTC, on 2 cores, cpu, 1 GiB "
+        "(flinkish 0.1.0, Spark 4.3.0, commit abc1234)."
+    )
+    assert provenance({}) == "Measured."

@@ -1,8 +1,8 @@
 """``flinkish upgrade`` end to end, as a CI pipeline runs it, on real Spark: broken versions.
 
 The pipeline deploys each version of the counting job over the same path (``app/``), then
-runs ``flinkish upgrade <JobID> app/counts_job.py ...`` (or the README's CI script) and reads
-its lines and exit status. Everything is checked before the job is touched; three broken
+runs ``flinkish upgrade <JobID> app/counts_job.py ...`` (or the upgrades guide's CI script)
+and reads its lines and exit status. Everything is checked before the job is touched; three broken
 versions (one raises at start, one fails its first batch, one never starts its queries) each
 roll back to the previous program, which runs from the copy the registry kept although
 ``app/`` now holds the broken one; a good version becomes stable. Every input row reaches
@@ -81,7 +81,7 @@ def test_broken_versions_roll_back_and_a_good_one_upgrades_exactly_once(
     # -- a version that raises at start: rolled back to the previous program
     pipeline.deploy(RAISES_AT_START)
     env.write_conf({"flinkish.upgrade.readiness.timeout": "2 min"})  # as CI configures it
-    first, recorded = pipeline.deploy_script(job)  # the README's CI script
+    first, recorded = pipeline.deploy_script(job)  # the upgrades guide's CI script
     assert first.returncode == 1, first
     assert "Rolled back: job" in first.stderr and "this deployment failed" in first.stderr
     rolled = ROLLED_BACK.search(first.stdout)

@@ -58,12 +58,94 @@ def test_a_file_source_log_is_saved_from_its_newest_compaction_on() -> None:
     assert layout.source_log_needed(["0", ".0.crc", "1"]) == {"0", ".0.crc", "1"}
 
 
-def test_a_query_without_a_committed_batch_cannot_be_saved(tmp_path: Path) -> None:
-    query = tmp_path / "q"
-    (query / "offsets").mkdir(parents=True)
-    (query / "offsets" / "0").write_text(OFFSETS % 0)
-    with pytest.raises(SavepointError, match="has not completed a micro-batch"):
-        snapshot_query(open_storage(str(tmp_path)), str(query), "q")
+def _before_its_first_commit(query: Path, planned: bool) -> Path:
+    """A query's checkpoint as Spark leaves it before its first commit: its id, and when it
+    has planned batch 0, that batch's offsets, its file source's log entry, and what the
+    batch under way has written of its state."""
+    files = {"metadata": '{"id":"q-0"}'}
+    if planned:
+        files |= {
+            "offsets/0": OFFSETS % 0,
+            "sources/0/0": 'v1\n{"path":"file:/in/part-0.json","timestamp":1,"batchId":0}',
+            "state/0/0/1.delta": "state of batch 0, not committed",
+            "state/0/0/_metadata/schema": "schema",
+            "state/0/_metadata/metadata": "operator",
+        }
+    for name, text in files.items():
+        (query / name).parent.mkdir(parents=True, exist_ok=True)
+        (query / name).write_text(text)
+    return query
+
+
+def test_a_query_without_a_committed_batch_is_saved_where_it_starts(tmp_path: Path) -> None:
+    """Flink saves a job that has not completed a checkpoint; a query that has committed no
+    micro-batch is saved at batch -1: its id, its planned first batch and its source's log
+    (where it starts), none of the state the batch under way is writing."""
+    storage = open_storage(str(tmp_path))
+    planned = snapshot_query(
+        storage, str(_before_its_first_commit(tmp_path / "q", True)), "q"
+    ).manifest
+    files = snapshot_query(storage, str(tmp_path / "q"), "q").files
+    assert files == ["metadata", "offsets/0", "sources/0/0"]
+    assert planned.last_committed_batch == -1 and planned.query_id == "q-0"
+    assert planned.operators == [] and not planned.stateful, "no committed state"
+    assert planned.source_offsets == [{"logOffset": 0}] and planned.shuffle_partitions == 2
+    started = snapshot_query(storage, str(_before_its_first_commit(tmp_path / "r", False)), "r")
+    assert started.files == ["metadata"]
+    assert started.manifest.last_committed_batch == -1 and started.manifest.source_offsets == []
+    # a running query's checkpoint always has its metadata (Spark writes it as the query
+    # starts): a savepoint of one without it, and without a commit, would lose what it read
+    with pytest.raises(SavepointError, match=r"'gone' .* is damaged: it has neither the query"):
+        take_savepoint(
+            storage, {"gone": str(tmp_path / "gone")}, storage, str(tmp_path / "sp"),
+            "ab" * 16, "job", "4.3.0",
+        )  # fmt: skip
+    assert not (tmp_path / "sp").exists(), "nothing was written"
+
+
+def test_a_savepoint_of_a_job_whose_queries_are_before_and_after_their_first_batch(
+    tmp_path: Path,
+) -> None:
+    """One query with committed batches, one with none, one not even planned: one savepoint,
+    each at its own batch; restored, the one before its first batch gets its id and its
+    planned batch (replayed exactly, as Spark restarts it in place) and no state, and the
+    session's partitions replace the saved ones (it starts as a fresh query would)."""
+    from flinkish_cli.savepoints.inspect import describe
+    from flinkish_cli.savepoints.restore import open_source, restore_query, set_stateless_partitions
+
+    job = tmp_path / "job"
+    queries = {
+        "busy": fake_checkpoint(job / "busy", committed=3),
+        "waiting": _before_its_first_commit(job / "waiting", planned=True),
+        "idle": _before_its_first_commit(job / "idle", planned=False),
+    }
+    storage = open_storage(str(tmp_path))
+    path = take_savepoint(
+        storage,
+        {name: str(directory) for name, directory in queries.items()},
+        storage,
+        str(tmp_path / "sp"),
+        "ab" * 16,
+        "job",
+        "4.3.0",
+    )
+    source = open_source(storage, path)  # the manifest, every file checked
+    batches = {q["name"]: q["last-committed-batch"] for q in describe(source.manifest)["queries"]}
+    assert batches == {"busy": 3, "waiting": -1, "idle": -1}
+    assert {f.path for f in source.manifest.files_of("waiting")} == {
+        "waiting/metadata",
+        "waiting/offsets/0",
+        "waiting/sources/0/0",
+    }
+    for name in ("waiting", "idle"):
+        assert restore_query(storage, source, name, storage, str(tmp_path / "run" / name))
+    restored = tmp_path / "run" / "waiting"
+    assert (restored / "metadata").read_text() == '{"id":"q-0"}', "the query keeps its id"
+    assert (restored / "offsets" / "0").read_text() == OFFSETS % 0
+    assert not (restored / "state").exists() and not (restored / "commits").exists()
+    assert set_stateless_partitions(storage, str(restored), 4)
+    assert layout.parse_offsets(0, (restored / "offsets" / "0").read_text()).shuffle_partitions == 4
+    assert [p.name for p in (tmp_path / "run" / "idle").iterdir()] == ["metadata"]
 
 
 def test_the_last_committed_batch_is_the_newest_commit_log_entry(tmp_path: Path) -> None:

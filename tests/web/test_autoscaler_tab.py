@@ -10,9 +10,8 @@ is drawn with the job's parallelism stepping from 2 to 4 (the rolled-back and me
 decisions change nothing), the records are listed newest first with their outcomes, the
 latest evaluation says why, and a reason from the registry is shown as text, never run.
 
-``write_registry`` is also how docs/images/dashboard-job-autoscaler.png was made (a
-``flinkish web`` over it, then ``scripts/screenshots.py <url> <JobID> docs/images
-autoscaler``).
+(The documentation's picture of the tab comes from a real autoscaled job:
+``scripts/screenshots.py --only autoscaler``.)
 """
 
 from __future__ import annotations

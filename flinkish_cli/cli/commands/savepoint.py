@@ -147,7 +147,7 @@ def _show_info(summary: dict, output: str) -> None:
             rows.append(
                 [
                     query["name"],
-                    str(query["last-committed-batch"]),
+                    _batch(query["last-committed-batch"]),
                     str(query["shuffle-partitions"] or "-"),
                     (query["state-store-provider"] or "-").rsplit(".", 1)[-1],
                     str(operator["id"]) if operator else "-",
@@ -171,6 +171,11 @@ def _show_info(summary: dict, output: str) -> None:
         ],
         rows,
     )
+
+
+def _batch(batch: int) -> str:
+    """A query's last committed batch; ``-`` for one saved before its first (-1)."""
+    return "-" if batch < 0 else str(batch)
 
 
 def _offsets(offsets: list) -> str:
