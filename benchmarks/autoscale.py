@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import page
 from benchmarks.harness import (
     BENCH_JOBS,
     FlinkishCli,
@@ -737,11 +738,8 @@ def report(result: AutoscaleResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: The benchmark's section of docs/benchmarks.md, kept between these lines (``scripts/bench``
-#: rewrites the rest of the page and keeps it: :func:`benchmarks.report.write_markdown`).
-DOCS_BEGIN = "<!-- autoscale: written by scripts/autoscale -->"
-DOCS_END = "<!-- /autoscale -->"
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+#: The benchmark's section of docs/benchmarks.md (``scripts/bench`` keeps it: :mod:`.page`).
+DOCS_BEGIN, DOCS_END = page.AUTOSCALE
 TITLE = "10. The autoscaler under a step in load (scripts/autoscale)"
 
 
@@ -750,11 +748,9 @@ def autoscale_section(text: str) -> str:
     return f"{DOCS_BEGIN}\n## {TITLE}\n\n{text.rstrip()}\n{DOCS_END}\n"
 
 
-def write_docs(text: str, path: Path = DOCS) -> None:
-    from benchmarks.soak import keep_section
-
-    page = path.read_text() if path.exists() else "# Benchmarks\n"
-    path.write_text(keep_section(page, autoscale_section(text), DOCS_BEGIN, DOCS_END))
+def write_docs(text: str, path: Path = page.DOCS) -> None:
+    before = path.read_text() if path.exists() else "# Benchmarks\n"
+    path.write_text(page.keep_section(before, autoscale_section(text), DOCS_BEGIN, DOCS_END))
 
 
 # -- as a section of scripts/bench ------------------------------------------------------------

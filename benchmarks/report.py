@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import fmt_bytes, fmt_seconds
+from benchmarks.page import KEPT, keep_section
 
 SCHEMA_VERSION = 1
 
@@ -331,18 +332,10 @@ def _detail(key: str, value: Any) -> str:
 def write_markdown(results: Results, path: Path) -> None:
     """Write the page; the sections of the page there before that scripts of their own
     write (the soak's, ``scripts/soak``; the autoscaler's, ``scripts/autoscale``) are kept."""
-    from benchmarks import autoscale, soak
-    from benchmarks.soak import keep_section
-
     path.parent.mkdir(parents=True, exist_ok=True)
     before = path.read_text() if path.exists() else ""
     kept = [
-        (key, begin, end)
-        for key, begin, end in (
-            ("soak", soak.DOCS_BEGIN, soak.DOCS_END),
-            ("autoscale", autoscale.DOCS_BEGIN, autoscale.DOCS_END),
-        )
-        if begin in before and end in before
+        (key, begin, end) for key, (begin, end) in KEPT.items() if begin in before and end in before
     ]
     # a section this run skipped gives way to the one its own script wrote (no second heading)
     replaced = {key for key, _, _ in kept}

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import page
 from benchmarks.harness import (
     BenchError,
     FlinkishCli,
@@ -440,8 +441,7 @@ READING = (
 
 #: The soak's section of docs/benchmarks.md, kept between these lines (``scripts/bench``
 #: rewrites the rest of the page and keeps it: :func:`benchmarks.report.write_markdown`).
-DOCS_BEGIN, DOCS_END = "<!-- soak: written by scripts/soak -->", "<!-- /soak -->"
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+DOCS_BEGIN, DOCS_END = page.SOAK
 
 
 def soak_section(text: str) -> str:
@@ -450,23 +450,9 @@ def soak_section(text: str) -> str:
     return f"{DOCS_BEGIN}\n{title}\n\n{text.rstrip()}\n{DOCS_END}\n"
 
 
-def keep_section(page: str, section: str, begin: str = DOCS_BEGIN, end: str = DOCS_END) -> str:
-    """``page`` with its section between ``begin`` and ``end`` (the soak's by default)
-    replaced by ``section`` (added before the run's parameters, or at the end, when it has
-    none)."""
-    if begin in page and end in page:
-        before, rest = page.split(begin, 1)
-        return before + section.rstrip("\n") + rest.split(end, 1)[1]
-    marker = "## Parameters of this run"
-    if marker in page:
-        before, after = page.split(marker, 1)
-        return before + section + "\n" + marker + after
-    return page.rstrip("\n") + "\n\n" + section
-
-
-def write_docs(text: str, path: Path = DOCS) -> None:
-    page = path.read_text() if path.exists() else "# Benchmarks\n"
-    path.write_text(keep_section(page, soak_section(text)))
+def write_docs(text: str, path: Path = page.DOCS) -> None:
+    text_before = path.read_text() if path.exists() else "# Benchmarks\n"
+    path.write_text(page.keep_section(text_before, soak_section(text), DOCS_BEGIN, DOCS_END))
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -16,6 +16,8 @@ cd "$(dirname "$0")/.."
 .venv/bin/ruff check flinkish_cli tests jobs scripts benchmarks
 .venv/bin/ruff format --check flinkish_cli tests jobs scripts benchmarks
 .venv/bin/lint-imports --no-logo --no-cache
+# The type checker, over the packages pyproject.toml's [tool.mypy] lists.
+.venv/bin/mypy
 # The documentation site (mkdocs.yml), built strictly: a broken link, anchor, include or image
 # fails; into a temporary directory, never committed.
 site=$(mktemp -d)

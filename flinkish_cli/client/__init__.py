@@ -4,7 +4,8 @@
   (the waiting actions), as Flink's ``ClusterClient`` serves both Flink's CLI and its web UI.
 - :mod:`.jobs`: :class:`~.jobs.JobClient` (list, logs, cancel, stop, savepoint, checkpoint,
   dispose, inspect) over the registry in storage; :mod:`.rest`: the same through
-  ``flinkish web``; :mod:`.connect` picks one for a command.
+  ``flinkish web``; :mod:`.connect` picks one for a command, and says where ``run`` and
+  ``upgrade`` are carried out (in the ``flinkish web`` that ``-m`` names, or here).
 - :mod:`.asking`: sending a command to a job's driver through the control channel, waiting
   for its answer, and withdrawing it when the caller gives up.
 - :mod:`.upgrade`: ``flinkish upgrade``, a client of the job client: its state machine, with

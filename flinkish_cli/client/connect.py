@@ -31,11 +31,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.base import JobClientBase
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.store import registry_identity
+
+if TYPE_CHECKING:
+    from flinkish_cli.client.upgrade_outcome import (
+        UpgradeOutcome,
+        UpgradePresenter,
+        UpgradeRequest,
+    )
+    from flinkish_cli.registry.status import JobStatus
+    from flinkish_cli.submission.run import Presenter
+    from flinkish_cli.submission.submit import RunRequest
 
 #: How long a command waits for the endpoint of ``rest.address`` before it reads storage.
 PROBE_TIMEOUT = 1.0
@@ -116,6 +126,31 @@ def job_client(
     local = JobClient(config)
     say(f"Reading the registry in storage ({local.registry.storage.describe()}): {why}.")
     return local
+
+
+def submit(config: Any, request: RunRequest, presenter: Presenter) -> JobStatus:
+    """Run a job (``flinkish run``): in the flinkish web ``-m`` names when it takes programs
+    (:func:`submission_client`), else from this machine
+    (:meth:`~flinkish_cli.client.jobs.JobClient.submit`). The job's status when it ran, or
+    ended."""
+    remote = submission_client(config, request)
+    if remote is not None:  # -m names a flinkish web that takes programs
+        return remote.submit(request, presenter)  # type: ignore[no-any-return]
+    from flinkish_cli.client.jobs import JobClient
+
+    return JobClient(config).submit(request, presenter)
+
+
+def upgrade(config: Any, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
+    """Upgrade a job (``flinkish upgrade``, :mod:`.upgrade`): in the flinkish web ``-m``
+    names (one that takes no programs is an error), else here, on the registry in storage."""
+    remote = submission_client(config, request.program, carried_out="upgrade")
+    if remote is not None:
+        return remote.upgrade(request, presenter)  # type: ignore[no-any-return]
+    from flinkish_cli.client.jobs import JobClient
+    from flinkish_cli.client.upgrade import Upgrade
+
+    return Upgrade(JobClient(config), request, presenter).run()
 
 
 def submission_client(config: Any, request: Any, carried_out: str | None = None) -> Any:

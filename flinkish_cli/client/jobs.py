@@ -34,7 +34,7 @@ from flinkish_cli.client.base import (
     resolve_local,
     savepoint_target,
 )
-from flinkish_cli.errors import FlinkishError, JobError
+from flinkish_cli.errors import FlinkishError
 from flinkish_cli.registry.control import DETACHED_TTL, ControlResponse
 from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
@@ -58,12 +58,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from flinkish_cli.client.state_reads import StateReads
-    from flinkish_cli.client.upgrade import Upgrade
-    from flinkish_cli.client.upgrade_outcome import (
-        UpgradeOutcome,
-        UpgradePresenter,
-        UpgradeRequest,
-    )
     from flinkish_cli.registry.graph import JobGraph
     from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
@@ -130,28 +124,13 @@ class JobClient(JobClientBase):
 
     # -- starting a job --------------------------------------------------------------------
     def submit(self, request: RunRequest, presenter: Presenter) -> JobStatus:
-        """Run a job (``flinkish run``): prepare, start, and follow it or detach; what the
-        user sees goes through ``presenter``. The job's status when it ran, or ended."""
-        from flinkish_cli.client.connect import submission_client
-
-        remote = submission_client(self.config, request)
-        if remote is not None:  # -m names a flinkish web that takes programs
-            return remote.submit(request, presenter)
+        """Run a job from this machine (``flinkish run`` without a flinkish web that takes
+        programs: :func:`flinkish_cli.client.connect.submit` chooses): prepare, start, and
+        follow it or detach; what the user sees goes through ``presenter``. The job's status
+        when it ran, or ended."""
         from flinkish_cli.submission.run import submit_and_follow
 
         return submit_and_follow(request, self.config, presenter)
-
-    def upgrade(self, request: UpgradeRequest, presenter: UpgradePresenter) -> UpgradeOutcome:
-        """Upgrade a job (``flinkish upgrade``, :mod:`.upgrade`): in the flinkish web ``-m``
-        names (one that takes no programs is an error), else here."""
-        from flinkish_cli.client.connect import submission_client
-
-        remote = submission_client(self.config, request.program, carried_out="upgrade")
-        if remote is not None:
-            return remote.upgrade(request, presenter)
-        from flinkish_cli.client.upgrade import Upgrade
-
-        return Upgrade(self, request, presenter).run()
 
     def upload_program(self, archive: bytes, upload_dir: str) -> str:
         """``flinkish web``: keep an uploaded program's zip under ``upload_dir``; its id."""
@@ -186,42 +165,6 @@ class JobClient(JobClientBase):
         run = upload.UploadedRun.from_json(body)
         found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
         return upload.start_uploaded(found, run, session_cluster, self.warm)
-
-    def upgrade_upload(
-        self,
-        upload_dir: str,
-        upload_id: str,
-        body: Any,
-        session_cluster: str,
-        presenter: UpgradePresenter,
-    ) -> Upgrade:
-        """``flinkish web``: an upgrade whose new program was uploaded, checked as a request
-        and ready to :meth:`~flinkish_cli.client.upgrade.Upgrade.run`: with the
-        configuration its request carries (never the server's), acting on this registry
-        only, its programs started as submitted ones are (their own environment, the warm
-        runner). What the user sees goes through ``presenter``."""
-        from pathlib import Path
-
-        from flinkish_cli.client.upgrade import Launching, Upgrade
-        from flinkish_cli.client.upgrade_outcome import UpgradeRequest
-        from flinkish_cli.config.model import Configuration
-        from flinkish_cli.registry.store import registry_identity
-        from flinkish_cli.submission import upload
-
-        found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
-        run = upload.UploadedRun.from_json(body.get("run") if isinstance(body, dict) else None)
-        request = UpgradeRequest.from_json(body, upload.run_request(found, run, session_cluster))
-        config = Configuration.from_flat(run.configuration)
-        config = config.with_overrides(request.program.config_flags())
-        ours, theirs = self.identity(), registry_identity(config)
-        if theirs.id != ours.id:
-            raise JobError(
-                f"This flinkish web serves the registry {ours.location}, not the upgrade's "
-                f"{theirs.location} (execution.checkpointing.dir).",
-                "Send the upgrade to the flinkish web of its registry.",
-            )
-        launching = Launching(upload.job_environment(), self.warm, run.origin)
-        return Upgrade(JobClient(config), request, presenter, launching)
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting
@@ -480,10 +423,10 @@ class JobClient(JobClientBase):
 
     def job_info(self, job_id: str) -> dict[str, Any]:
         """``flinkish info <JobID>``: per query, what its checkpoint takes on storage, by part,
-        as the job's driver last measured it (:func:`flinkish_cli.registry.footprint.job_summary`),
+        as the job's driver last measured it (:func:`flinkish_cli.registry.graph_view.job_summary`),
         and its graph with its latest figures (``graph``: the query's part of
         :meth:`graph_view`)."""
-        from flinkish_cli.registry.footprint import job_summary
+        from flinkish_cli.registry.graph_view import job_summary
 
         status = self.registry.get(parse_job_id(job_id))
         document = job_summary(status)

@@ -17,15 +17,12 @@ its standard input, and this module waits for its answer:
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 from collections import OrderedDict
 from typing import Any
 
 from flinkish_cli.errors import StateError, StateNotFoundError
+from flinkish_cli.plan.child import run_child
 
 #: Seconds a read may take, Spark's start included.
 READ_TIMEOUT = 300.0
@@ -71,42 +68,23 @@ class StateReads:
             return document
 
     def _run(self, request: dict[str, Any], job_id: str) -> dict[str, Any]:
-        payload = json.dumps({**request, "conf": self.config.to_flat(include_secrets=True)})
-        with self._children:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "flinkish_cli.state"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,  # its JVM too is killed with its process group
+        payload = {**request, "conf": self.config.to_flat(include_secrets=True)}
+        with self._children:  # its JVM too is killed with its process group
+            ended = run_child("flinkish_cli.state", payload, self.timeout)
+        if ended.timed_out:
+            raise StateError(
+                f"Reading the state of job {job_id} took longer than {self.timeout:.0f} s "
+                "and was stopped.",
+                "Read it with 'flinkish state ls|show <JobID>', which has no time limit.",
             )
-            try:
-                out, err = process.communicate(payload, timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(process)
-                raise StateError(
-                    f"Reading the state of job {job_id} took longer than {self.timeout:.0f} s "
-                    "and was stopped.",
-                    "Read it with 'flinkish state ls|show <JobID>', which has no time limit.",
-                ) from None
-        try:
-            answer = json.loads(out)
-        except ValueError:
-            last = (err or "").strip().splitlines()[-1:] or ["no answer"]
+        answer = ended.answer
+        if answer is None:
+            last = ended.last_line() or "no answer"
             raise StateError(
                 f"Reading the state of job {job_id} failed (exit status "
-                f"{process.returncode}): {last[0][:300]}"
-            ) from None
+                f"{ended.returncode}): {last[:300]}"
+            )
         if not answer.get("ok"):
             error = StateNotFoundError if answer.get("not-found") else StateError
             raise error(str(answer.get("error")), answer.get("hint"))
         return dict(answer["document"])
-
-
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        process.kill()
-    process.communicate()

@@ -37,10 +37,11 @@ for Spark's file sink, whose own log keeps a replayed batch from being written t
 **Where it runs.** In the process that asks, acting on the registry in storage; or, with
 ``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``), in
 that server: the CLI uploads the new program and sends the request
-(:meth:`~flinkish_cli.client.rest.RestJobClient.upgrade`), the server's job client runs this
-same class with the request's configuration (:meth:`~flinkish_cli.client.jobs.JobClient.
-upgrade_upload`), its programs started as submitted programs are (:class:`Launching`: their
-own environment, the warm runner), and what the user sees comes back as it happens.
+(:meth:`~flinkish_cli.client.rest.RestJobClient.upgrade`), the server runs this same class
+with the request's configuration (:func:`upgrade_upload`), its programs started as
+submitted programs are (:class:`Launching`: their own environment, the warm runner), and
+what the user sees comes back as it happens. Which of the two, :func:`.connect.upgrade`
+decides.
 
 The modules around it: :mod:`.upgrade_outcome` (the request, the presenter, the outcome and
 its final line), :mod:`.upgrade_checks` (step 1's checks of the old job),
@@ -55,7 +56,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from flinkish_cli.client.jobs import JobClient, savepoint_target
+from flinkish_cli.client.base import savepoint_target
+from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.client.upgrade_checks import check_state, check_writable, fallback_allowed
 from flinkish_cli.client.upgrade_outcome import (
     Result,
@@ -386,8 +388,43 @@ class _Started:
         return self.process.process.poll() is not None
 
 
+def upgrade_upload(
+    client: JobClient,
+    upload_dir: str,
+    upload_id: str,
+    body: Any,
+    session_cluster: str,
+    presenter: UpgradePresenter,
+) -> Upgrade:
+    """``flinkish web``: an upgrade whose new program was uploaded, checked as a request and
+    ready to :meth:`Upgrade.run`: with the configuration its request carries (never the
+    server's), acting on the registry of ``client`` (the server's) only, its programs started
+    as submitted ones are (their own environment, the server's warm runner). What the user
+    sees goes through ``presenter``."""
+    from pathlib import Path
+
+    from flinkish_cli.config.model import Configuration
+    from flinkish_cli.registry.store import registry_identity
+    from flinkish_cli.submission import upload
+
+    found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
+    run = upload.UploadedRun.from_json(body.get("run") if isinstance(body, dict) else None)
+    request = UpgradeRequest.from_json(body, upload.run_request(found, run, session_cluster))
+    config = Configuration.from_flat(run.configuration)
+    config = config.with_overrides(request.program.config_flags())
+    ours, theirs = client.identity(), registry_identity(config)
+    if theirs.id != ours.id:
+        raise JobError(
+            f"This flinkish web serves the registry {ours.location}, not the upgrade's "
+            f"{theirs.location} (execution.checkpointing.dir).",
+            "Send the upgrade to the flinkish web of its registry.",
+        )
+    launching = Launching(upload.job_environment(), client.warm, run.origin)
+    return Upgrade(JobClient(config), request, presenter, launching)
+
+
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
 
 
-__all__ = ["POLL_SECONDS", "Launching", "Upgrade"]
+__all__ = ["POLL_SECONDS", "Launching", "Upgrade", "upgrade_upload"]

@@ -10,7 +10,7 @@ Pure functions: no I/O, no pyspark.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 __all__ = [
@@ -192,11 +192,20 @@ def local_master(config: Lookup) -> str:
     return f"local[{max(slots, int(config.get('parallelism.default')))}]"
 
 
-def standalone_cores(parallelism: int, slots: int) -> str:
-    """``spark.cores.max`` of a job on a standalone cluster: as many cores as subtasks, and at
-    least one executor's slots (Spark standalone otherwise gives a job every free core, so a
-    job's parallelism would not be what it holds). A job's own ``spark.cores.max`` wins."""
-    return str(max(parallelism, slots))
+#: The cores a job holds on a standalone cluster (Spark's setting).
+CORES_MAX = "spark.cores.max"
+
+
+def standalone_cores(parallelism: int, spark_conf: Mapping[str, str], own: str | None) -> str:
+    """``spark.cores.max`` of a job on a standalone cluster at ``parallelism``, the one rule
+    of ``run -p`` and of an in-place rescale: the job's own (``own``, a ``-D
+    spark.cores.max``) when it sets one; else as many cores as subtasks, and at least one
+    executor's slots (``spark.executor.cores`` in the job's ``spark_conf``, 1 when unset).
+    Spark standalone otherwise gives a job every free core, so a job's parallelism would not
+    be what it holds."""
+    if own:
+        return own
+    return str(max(parallelism, int(spark_conf.get("spark.executor.cores", "1"))))
 
 
 def heap_of_process(process: int) -> int:

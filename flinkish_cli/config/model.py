@@ -274,12 +274,12 @@ class Configuration:
                     or is_secret(spark_key)
                 )
 
-                def value(item: _Resolved, hidden: bool = hidden) -> str:
+                def shown(item: _Resolved, hidden: bool = hidden) -> str:
                     return "" if hidden else f" '{shown_value(item.text)}'"
 
                 raise ConfigError(
-                    f"{second.setting.source}: {second.setting.key}{value(second)} and "
-                    f"{first.setting.key}{value(first)} ({first.setting.source}) set the same "
+                    f"{second.setting.source}: {second.setting.key}{shown(second)} and "
+                    f"{first.setting.key}{shown(first)} ({first.setting.source}) set the same "
                     f"Spark setting {spark_key} to different values.",
                     "Keep one of them.",
                 )

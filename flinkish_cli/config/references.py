@@ -192,7 +192,7 @@ def resolve_settings(settings: list[Setting], resolver: Resolver, base: Path) ->
                 references.append(reference)
             new_value: object = value
         else:
-            items = []
+            items: list[str | Nested] = []
             for item in setting.value:
                 if isinstance(item, Nested):
                     items.append(item)

@@ -144,7 +144,7 @@ def compose(text: str) -> Node | None:
                 anchors[event.anchor] = node
         elif isinstance(event, yaml.AliasEvent):
             name = event.anchor
-            target = anchors.get(name)
+            target = anchors.get(name) if name is not None else None
             if target is None:
                 raise YamlLimit(
                     line,

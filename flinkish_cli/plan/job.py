@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,26 @@ PLAN_CONF_KEY = "spark.flinkish.plan"
 #: Where a session job's client finds what spark-submit's --py-files/--archives would give.
 SESSION_PY_FILES = "spark.flinkish.session.pyFiles"
 SESSION_ARCHIVES = "spark.flinkish.session.archives"
+#: The Spark settings that carry the S3 credentials to a job's processes (never in the plan:
+#: in the private properties file), by the Flink key each one is read back as.
+SECRET_FROM_SPARK = {
+    "s3.access-key": "spark.hadoop.fs.s3a.access.key",
+    "s3.secret-key": "spark.hadoop.fs.s3a.secret.key",
+    "s3.session.token": "spark.hadoop.fs.s3a.session.token",
+}
+
+
+def secrets_from(spark_value: Callable[[str], str | None]) -> dict[str, str | None]:
+    """The S3 credentials a job's process was given, by Flink key, from ``spark_value`` (a
+    Spark setting's value by its key: ``SparkConf.get``, or the properties file's ``get``)."""
+    return {key: spark_value(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+
+
+def storage_flat_conf(plan: JobPlan, secrets: dict[str, str | None]) -> dict[str, str]:
+    """The Flink configuration of the job, with the S3 secrets its process was given."""
+    flat = dict(plan.flink_conf)
+    flat.update({key: value for key, value in secrets.items() if value})
+    return flat
 
 
 def job_root(script: Path) -> Path:

@@ -34,8 +34,10 @@ that use them.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 #: A run directory is ``<log dir>/.run-<JobID>``.
@@ -44,6 +46,35 @@ PROPERTIES_FILE = "spark.properties"
 LOG4J2_FILE = "log4j2.properties"
 SPEC_FILE = "supervisor.json"
 PID_FILE = "supervisor.pid"
+#: What the CLI runs (``python -m``) to supervise a job, and what a live supervisor's command
+#: line names (:mod:`flinkish_cli.runtime.supervisor`).
+SUPERVISOR_MODULE = "flinkish_cli.runtime.supervisor"
+
+
+@dataclass
+class SupervisorSpec:
+    """What the supervisor needs, written as ``supervisor.json`` (no secrets: those stay in the
+    properties file)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    job_id: str
+    checkpoint_root: str
+    log_path: str
+    restarts_here: bool = True  # False: the cluster manager restarts the driver (YARN)
+    watch_pid: int | None = None  # -sae: cancel the job when this process (the CLI) is gone
+    client: bool = False  # the process is a session cluster job's client (no JVM of its own)
+    cds_missing: str | None = None  # the class-data sharing archive to make (see .cds)
+
+    def write(self, run_dir: Path) -> None:
+        path = run_dir / SPEC_FILE
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(self), handle)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> SupervisorSpec:
+        return cls(**json.loads((run_dir / SPEC_FILE).read_text(encoding="utf-8")))
 
 
 def make_run_dir(base: Path, job_id: str) -> Path:

@@ -98,7 +98,8 @@ class BatchFigures:
             for op in progress.get("stateOperators") or []
             if isinstance(op, dict)
         ]
-        sink = progress.get("sink") if isinstance(progress.get("sink"), dict) else {}
+        raw_sink = progress.get("sink")
+        sink = raw_sink if isinstance(raw_sink, dict) else {}
         rows = sink.get("numOutputRows")
         return cls(
             batch_id=_int(progress.get("batchId"), -1),

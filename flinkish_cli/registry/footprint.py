@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flinkish_cli.registry.status import JobStatus
     from flinkish_cli.storage.base import Storage
 
 #: How each part grows: with age (every input or output file ever seen), with the state, or
@@ -147,24 +146,6 @@ class Footprint:
             return cls(float(data["measured"]), parts)
         except (KeyError, TypeError, ValueError):
             return None
-
-
-def job_summary(status: JobStatus) -> dict[str, Any]:
-    """Every query's footprint as ``flinkish info <JobID> --output json`` and the dashboard's
-    document show it: per query its checkpoint and :meth:`Footprint.summary` (None until the
-    driver first measured it)."""
-    return {
-        "jid": status.job_id,
-        "name": status.name,
-        "state": status.effective_state().value,
-        "queries": {
-            name: {
-                "checkpoint": query.checkpoint,
-                "footprint": query.footprint.summary() if query.footprint else None,
-            }
-            for name, query in status.queries.items()
-        },
-    }
 
 
 def grows(name: str) -> str:

@@ -145,7 +145,7 @@ class QueryGraph:
         return cls(
             run_id=run_id if isinstance(run_id, str) else None,
             batch=batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
-            recorded=_whole(data.get("recorded"), 0),
+            recorded=_whole(data.get("recorded")) or 0,
             complete=data.get("complete") is True,
             nodes=nodes,
             edges=edges,

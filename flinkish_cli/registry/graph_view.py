@@ -21,6 +21,9 @@ the query's for the other nodes), and what is the node's own: a source's rows an
 stateful operator's state rows total, updated and removed, state memory and rows dropped by
 the watermark, the sink's rows written. A figure Spark did not report is null. A query with no
 graph recorded yet (its first batch has not completed) has ``"nodes": []``.
+
+:func:`job_summary` is the other view of a status those two show: every query's checkpoint
+footprint (:class:`~flinkish_cli.registry.footprint.Footprint`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,25 @@ def job_view(status: JobStatus, graph: JobGraph) -> dict[str, Any]:
         "state": status.effective_state().value,
         "queries": {
             name: query_view(status.job_id, name, query, graph.queries.get(name))
+            for name, query in status.queries.items()
+        },
+    }
+
+
+def job_summary(status: JobStatus) -> dict[str, Any]:
+    """Every query's footprint as ``flinkish info <JobID> --output json`` and the dashboard's
+    document show it: per query its checkpoint and
+    :meth:`~flinkish_cli.registry.footprint.Footprint.summary` (None until the driver first
+    measured it)."""
+    return {
+        "jid": status.job_id,
+        "name": status.name,
+        "state": status.effective_state().value,
+        "queries": {
+            name: {
+                "checkpoint": query.checkpoint,
+                "footprint": query.footprint.summary() if query.footprint else None,
+            }
             for name, query in status.queries.items()
         },
     }

@@ -23,7 +23,7 @@ import stat
 import time
 from collections import deque
 from collections.abc import Iterator
-from typing import IO
+from typing import TextIO
 
 from flinkish_cli.errors import JobError
 from flinkish_cli.plan.rundir import process_runs
@@ -49,7 +49,7 @@ def _inside(path: str, directory: str) -> bool:
     return os.path.dirname(path) == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def open_log(log_dir: str, job_id: str) -> IO[str] | None:
+def open_log(log_dir: str, job_id: str) -> TextIO | None:
     """The job's own log, open for reading as text; None when this machine has none.
 
     Raises :class:`JobError` when the path holds something that is not the job's log: a

@@ -40,6 +40,7 @@ every job is then read conditionally, as before. Local disk and HDFS have no ind
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import threading
@@ -305,7 +306,7 @@ class JobRegistry:
         """Every readable job's status, newest first (see :meth:`scan` for the others)."""
         return self.scan()[0]
 
-    def scan(self) -> tuple[list[JobStatus], list[UnreadableJob]]:
+    def scan(self) -> tuple[builtins.list[JobStatus], builtins.list[UnreadableJob]]:
         """Every job: the statuses that could be read, newest first, and the jobs whose
         status file could not (damaged, foreign, or unreadable storage), by JobID.
 
@@ -316,7 +317,7 @@ class JobRegistry:
         unreadable = sorted((r for r in found if isinstance(r, UnreadableJob)), key=_by_id)
         return sorted(statuses, key=lambda s: s.start_time, reverse=True), unreadable
 
-    def listing(self) -> tuple[list[dict[str, Any]], list[UnreadableJob]]:
+    def listing(self) -> tuple[builtins.list[dict[str, Any]], builtins.list[UnreadableJob]]:
         """:meth:`scan` as documents for a job list: each readable job's status document
         without its queries' recent progress (:func:`~.status.without_progress`), newest
         first, and the unreadable jobs."""
@@ -329,7 +330,7 @@ class JobRegistry:
         """Which registry this is (where its storage locates the root: no I/O)."""
         return RegistryIdentity.of(self.storage.location(self.root))
 
-    def _read_all(self) -> list[_Read | UnreadableJob | None]:
+    def _read_all(self) -> builtins.list[_Read | UnreadableJob | None]:
         """Every job's status as read, or its problem: the kept statuses the status index
         says are current as they are, the others read in parallel."""
         from concurrent.futures import ThreadPoolExecutor
@@ -357,7 +358,7 @@ class JobRegistry:
             return None
 
     def _current_by_index(
-        self, ids: list[str], listed: dict[str, str | None] | None
+        self, ids: builtins.list[str], listed: dict[str, str | None] | None
     ) -> dict[str, _Read]:
         """The kept statuses of ``ids`` that the status index ``listed`` says are still
         their files."""

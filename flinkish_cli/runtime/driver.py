@@ -24,19 +24,12 @@ import logging
 import os
 import sys
 
-from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan
+from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, secrets_from, storage_flat_conf
 from flinkish_cli.plan.rundir import PROPERTIES_FILE
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.runtime import warm
 
 log = logging.getLogger("flinkish.runtime")
-
-#: Spark settings that carry the S3 credentials to the driver (never in the plan).
-SECRET_FROM_SPARK = {
-    "s3.access-key": "spark.hadoop.fs.s3a.access.key",
-    "s3.secret-key": "spark.hadoop.fs.s3a.secret.key",
-    "s3.session.token": "spark.hadoop.fs.s3a.session.token",
-}
 
 
 def main() -> None:
@@ -55,7 +48,7 @@ def main() -> None:
     plan = JobPlan.decode(token)
     forget_properties_file(plan)  # spark-submit read it before this process started
     log_to_file(plan)
-    secrets = {key: conf.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+    secrets = secrets_from(conf.get)
     sys.exit(run_job(plan, secrets, "classic"))
 
 
@@ -90,7 +83,7 @@ def main_connect(argv: list[str] | None = None) -> None:
 
     root = str(job_root(Path(plan.entry.target))) if plan.entry.kind == "file" else None
     spark = open_session(plan.master, values, py_files, archives, root)
-    secrets = {key: values.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+    secrets = secrets_from(values.get)
     sys.exit(run_job(plan, secrets, "connect", connect_session=spark.session_id))
 
 
@@ -127,13 +120,6 @@ def forget_properties_file(plan: JobPlan) -> None:
             os.remove(os.path.join(plan.run_dir, PROPERTIES_FILE))
 
 
-def storage_flat_conf(plan: JobPlan, secrets: dict[str, str | None]) -> dict[str, str]:
-    """The Flink configuration of the job, with the S3 secrets the driver was given."""
-    flat = dict(plan.flink_conf)
-    flat.update({key: value for key, value in secrets.items() if value})
-    return flat
-
-
 def run_job(
     plan: JobPlan,
     secrets: dict[str, str | None],
@@ -141,21 +127,17 @@ def run_job(
     connect_session: str | None = None,
 ) -> int:
     """Run the job to its end; the driver's exit status."""
-    from flinkish_cli.autoscaler.settings import AutoscalerSettings
     from flinkish_cli.config import Configuration
     from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
     from flinkish_cli.runtime import flavour as flavours
     from flinkish_cli.runtime import hooks
     from flinkish_cli.runtime.attempts import SparkLostError
-    from flinkish_cli.runtime.checkpoint_rules import CheckpointRules
-    from flinkish_cli.runtime.job import JobRuntime
-    from flinkish_cli.runtime.periodic import SavepointPolicy
+    from flinkish_cli.runtime.job import JobRuntime, RuntimeSettings
     from flinkish_cli.runtime.restart import (
         EXIT_JVM_LOST,
         EXIT_RESCALE,
         FAILED_BEFORE_RUNNING,
-        history_size,
     )
     from flinkish_cli.spark.failures import headline, short_cause
     from flinkish_cli.storage import StorageSettings
@@ -164,21 +146,7 @@ def run_job(
     settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
     flavour = flavours.by_name(flavour_name)
-    rules = CheckpointRules.from_config(config)
-    policy = SavepointPolicy.from_config(config)
-    runtime = JobRuntime(
-        plan,
-        registry,
-        flavour,
-        settings,
-        rules,
-        history_size(config),
-        policy,
-        config.get("flinkish.checkpoint.size.interval").total_seconds(),
-        config.get("flinkish.metrics.jvm.interval").total_seconds(),
-        config.get("flinkish.upgrade.readiness.timeout").total_seconds(),
-        AutoscalerSettings.from_config(config),
-    )
+    runtime = JobRuntime(plan, registry, flavour, settings, RuntimeSettings.from_config(config))
     runtime.status.connect_session = connect_session
     runtime.begin()
     runtime.install_signal_handlers()

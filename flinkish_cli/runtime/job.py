@@ -49,6 +49,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from flinkish_cli.autoscaler.settings import AutoscalerSettings
@@ -77,7 +78,7 @@ from flinkish_cli.runtime.periodic import PeriodicSavepoints, SavepointPolicy
 from flinkish_cli.runtime.process_metrics import ProcessMetricsWatch, probe_for
 from flinkish_cli.runtime.queries import JobQueries, stop_between_batches
 from flinkish_cli.runtime.rescaling import RescaleWatch
-from flinkish_cli.runtime.restart import EXIT_JVM_LOST
+from flinkish_cli.runtime.restart import EXIT_JVM_LOST, history_size
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.snapshots import Snapshots
 from flinkish_cli.runtime.status_keeper import StatusKeeper
@@ -90,31 +91,55 @@ log = logging.getLogger("flinkish.runtime")
 CANCEL_GRACE = 15.0
 
 
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """What the job's configuration tells its runtime (:meth:`from_config`); the defaults
+    are a job's with nothing periodic (no savepoints, sizes or JVM metrics, no autoscaler)."""
+
+    rules: CheckpointRules = field(default_factory=CheckpointRules)
+    history_size: int = 16  # web.exception-history-size
+    policy: SavepointPolicy | None = None  # periodic savepoints and retention
+    footprint_interval: float = 0.0  # flinkish.checkpoint.size.interval
+    jvm_interval: float = 0.0  # flinkish.metrics.jvm.interval
+    readiness: float = 300.0  # flinkish.upgrade.readiness.timeout
+    autoscaler: AutoscalerSettings | None = None
+
+    @classmethod
+    def from_config(cls, config: Any) -> RuntimeSettings:
+        return cls(
+            rules=CheckpointRules.from_config(config),
+            history_size=history_size(config),
+            policy=SavepointPolicy.from_config(config),
+            footprint_interval=config.get("flinkish.checkpoint.size.interval").total_seconds(),
+            jvm_interval=config.get("flinkish.metrics.jvm.interval").total_seconds(),
+            readiness=config.get("flinkish.upgrade.readiness.timeout").total_seconds(),
+            autoscaler=AutoscalerSettings.from_config(config),
+        )
+
+
 class JobRuntime:
-    """One job, inside its driver."""
+    """One job, inside its driver: its plan, its registry, its Spark flavour, the storage
+    settings its checkpoints need (None: the registry's) and its :class:`RuntimeSettings`."""
 
     def __init__(
         self,
         plan: JobPlan,
         registry: JobRegistry,
         flavour: Flavour,
-        settings: Any = None,
-        rules: CheckpointRules | None = None,
-        history_size: int = 16,
-        policy: SavepointPolicy | None = None,
-        footprint_interval: float = 0.0,
-        jvm_interval: float = 0.0,
-        readiness: float = 300.0,
-        autoscaler: AutoscalerSettings | None = None,
+        storage: Any = None,
+        runtime: RuntimeSettings | None = None,
     ) -> None:
+        given = runtime or RuntimeSettings()
+        settings, policy, autoscaler = storage, given.policy, given.autoscaler
+        readiness = given.readiness
         self.plan = plan
-        self.footprint_interval = footprint_interval  # flinkish.checkpoint.size.interval
-        self.jvm_interval = jvm_interval  # flinkish.metrics.jvm.interval
-        self.policy = policy  # periodic savepoints and retention
-        self.history_size = history_size  # web.exception-history-size
+        self.footprint_interval = given.footprint_interval
+        self.jvm_interval = given.jvm_interval
+        self.policy = policy
+        self.history_size = given.history_size
         self.flavour = flavour
         self.registry = registry
-        self.rules = rules or CheckpointRules()
+        self.rules = given.rules
         self.keeper = StatusKeeper(plan, registry)
         self.rule_watcher = BatchWatcher(self.rules, self._fail_checkpoints, self._stalled)
         self.queries = JobQueries(

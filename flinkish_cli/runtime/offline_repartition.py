@@ -20,17 +20,18 @@ settings carry credentials)::
      "conf": {<spark.hadoop.* and the driver's JVM options>}, "class_data_sharing": <bool>}
 
 The answer is one JSON line on standard output: ``{"ok": true}``, or ``{"ok": false,
-"failure": <Spark's cause, one line>}``. Spark's own output goes to standard error.
+"failure": <Spark's cause, one line>}``. Spark's own output goes to standard error
+(:mod:`flinkish_cli.plan.child`, which also bounds the child in time on both sides).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from typing import Any
+
+from flinkish_cli.plan.child import run_child, serve
 
 #: How long the child may take: a local Spark's start and one repartition job.
 TIMEOUT = 600.0
@@ -59,23 +60,15 @@ def repartition_offline(
     }
     env = {k: v for k, v in os.environ.items() if k not in _CONNECT_VARIABLES}
     env["PYSPARK_PYTHON"] = sys.executable
-    try:
-        child = subprocess.run(
-            [sys.executable, "-m", __name__],
-            input=json.dumps(request),
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as error:
+    ended = run_child(__name__, request, timeout, env)
+    if ended.timed_out:
         raise SavepointError(
             f"The offline repartition of {checkpoint} did not end within {timeout:.0f} s."
-        ) from error
-    answer = _answer(child.stdout)
+        )
+    answer = ended.answer or {}
     if answer.get("ok") is True:
         return
-    failure = answer.get("failure") or _last_line(child.stderr) or f"exit status {child.returncode}"
+    failure = answer.get("failure") or ended.last_line() or f"exit status {ended.returncode}"
     raise SavepointError(
         f"Spark could not repartition the state in {checkpoint} to {partitions} partitions "
         f"(offline, in a local Spark on this machine: Spark Connect cannot): {failure}",
@@ -84,24 +77,7 @@ def repartition_offline(
     )
 
 
-def _answer(stdout: str) -> dict[str, Any]:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            try:
-                found = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(found, dict):
-                return found
-    return {}
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def serve(request: Mapping[str, Any]) -> dict[str, Any]:
+def repartition_here(request: Mapping[str, Any]) -> dict[str, Any]:
     """Carry out one request in this process (a local Spark session); the answer, whose
     ``failure`` is Spark's cause alone (the caller names the checkpoint)."""
     from flinkish_cli.savepoints.restore import repartition
@@ -119,10 +95,7 @@ def serve(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    answer = serve(json.loads(sys.stdin.read()))
-    sys.stdout.write(json.dumps(answer) + "\n")
-    sys.stdout.flush()
-    return 0 if answer["ok"] else 1
+    return 0 if serve(repartition_here)["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -42,12 +42,12 @@ be planned this way: the answer says why (``failure``, or a query's ``unknown``)
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 from typing import Any
 
+from flinkish_cli.plan.child import serve
 from flinkish_cli.runtime.compatibility import Operator, PlannedQuery, SparkRefusal
 from flinkish_cli.state.model import operator_kind
 
@@ -293,12 +293,7 @@ def _first_line(error: BaseException) -> str:
 
 
 def main() -> None:
-    # Standard output carries the answer only: whatever else is printed goes to stderr.
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    request = json.load(sys.stdin)
-    out.write(json.dumps(plan_all(request)))
-    out.flush()
+    serve(plan_all)
 
 
 if __name__ == "__main__":

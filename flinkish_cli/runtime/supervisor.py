@@ -29,7 +29,6 @@ native libraries and RocksDB working copies stay behind otherwise) and removed a
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -37,14 +36,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flinkish_cli.plan.rundir import (
     PID_FILE,
     PROPERTIES_FILE,
-    SPEC_FILE,
+    SupervisorSpec,
     claim_tmp_dir,
     empty_dir,
     make_tmp_dir,
@@ -59,9 +58,6 @@ from flinkish_cli.runtime.restart import EXIT_JVM_LOST, EXIT_RESCALE
 
 log = logging.getLogger("flinkish.supervisor")
 
-#: What the CLI runs (``python -m``), and what a live supervisor's command line names.
-SUPERVISOR_MODULE = "flinkish_cli.runtime.supervisor"
-
 #: How long a (re)started driver has to report before it counts as failed to start.
 START_TIMEOUT = 300.0
 POLL = 0.5
@@ -74,31 +70,6 @@ def _unless_unwritable() -> Iterator[None]:
         yield
     except Exception as error:
         log.warning("Could not write the job's status: %s", error)
-
-
-@dataclass
-class SupervisorSpec:
-    """What the supervisor needs (no secrets: those stay in the properties file)."""
-
-    argv: list[str]
-    env: dict[str, str]
-    job_id: str
-    checkpoint_root: str
-    log_path: str
-    restarts_here: bool = True  # False: the cluster manager restarts the driver (YARN)
-    watch_pid: int | None = None  # -sae: cancel the job when this process (the CLI) is gone
-    client: bool = False  # the process is a session cluster job's client (no JVM of its own)
-    cds_missing: str | None = None  # the class-data sharing archive to make (see .cds)
-
-    def write(self, run_dir: Path) -> None:
-        path = run_dir / SPEC_FILE
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(asdict(self), handle)
-
-    @classmethod
-    def read(cls, run_dir: Path) -> SupervisorSpec:
-        return cls(**json.loads((run_dir / SPEC_FILE).read_text(encoding="utf-8")))
 
 
 @dataclass
@@ -161,16 +132,15 @@ class Supervisor:
     @classmethod
     def load(cls, run_dir: Path) -> Supervisor:
         from flinkish_cli.config import Configuration
-        from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan
+        from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, secrets_from, storage_flat_conf
         from flinkish_cli.registry.store import JobRegistry
-        from flinkish_cli.runtime.driver import SECRET_FROM_SPARK, storage_flat_conf
         from flinkish_cli.storage import StorageSettings
 
         spec = SupervisorSpec.read(run_dir)
         text = (run_dir / PROPERTIES_FILE).read_text(encoding="utf-8")
         values = parse_properties(text)
         plan = JobPlan.decode(values[PLAN_CONF_KEY])
-        secrets = {key: values.get(spark_key) for key, spark_key in SECRET_FROM_SPARK.items()}
+        secrets = secrets_from(values.get)
         settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
         registry = JobRegistry.open(spec.checkpoint_root, settings)
         config = Configuration.from_flat(plan.flink_conf)
@@ -382,9 +352,10 @@ class Supervisor:
         """The next drivers run at ``parallelism``, their queries' state repartitioned in
         place (from ``savepoint`` where needed): the plan, Spark's partitions and a local
         master's threads, as ``run -p`` sets them, and on a standalone cluster the cores the
-        job's executors take (``spark.cores.max``)."""
+        job's executors take (``spark.cores.max``, by the rule ``run -p`` follows:
+        :func:`~flinkish_cli.config.mappings.standalone_cores`)."""
         from flinkish_cli.config import Configuration
-        from flinkish_cli.config.mappings import local_master, standalone_cores
+        from flinkish_cli.config.mappings import CORES_MAX, local_master, standalone_cores
         from flinkish_cli.config.mappings import parallelism as partitions
         from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, RestorePlan
 
@@ -403,12 +374,11 @@ class Supervisor:
             if word == "--master" and argv[index + 1].startswith("local["):
                 argv[index + 1] = local_master(config)
             if word == "--master" and argv[index + 1].startswith("spark://"):
-                slots = int(config.get("taskmanager.numberOfTaskSlots"))
-                cores = standalone_cores(parallelism, slots)
-                if "spark.cores.max" in values:
-                    text = replace_property(text, "spark.cores.max", cores)
+                cores = standalone_cores(parallelism, values, plan.flink_conf.get(CORES_MAX))
+                if CORES_MAX in values:
+                    text = replace_property(text, CORES_MAX, cores)
                 else:
-                    text = text.rstrip("\n") + f"\nspark.cores.max={cores}\n"
+                    text = text.rstrip("\n") + f"\n{CORES_MAX}={cores}\n"
         self.properties = text
 
     # -- decisions -------------------------------------------------------------------------

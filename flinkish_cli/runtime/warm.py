@@ -102,7 +102,7 @@ def connect_client_file() -> str:
 
 def supervisor_command(python: str | None = None) -> list[str]:
     """A spare supervisor's command line."""
-    from flinkish_cli.runtime.supervisor import SUPERVISOR_MODULE
+    from flinkish_cli.plan.rundir import SUPERVISOR_MODULE
 
     return [python or sys.executable, "-m", SUPERVISOR_MODULE, WARM_FLAG]
 
@@ -312,7 +312,7 @@ def serve_one_job(
     """A spare supervisor: start the spare client, import ahead, wait for a run directory,
     and point this process's streams at its job's log. The run directory and the spare
     client (None when it could not start); None at end of file (no job: exit)."""
-    from flinkish_cli.runtime.supervisor import SupervisorSpec
+    from flinkish_cli.plan.rundir import SupervisorSpec
 
     spare: subprocess.Popen[bytes] | None = None
     try:
@@ -353,7 +353,7 @@ def client_wait(read: Callable[[], Path | None] = read_run_dir) -> Path | None:
     run_dir = read()
     if run_dir is None:
         return None
-    from flinkish_cli.runtime.supervisor import SupervisorSpec
+    from flinkish_cli.plan.rundir import SupervisorSpec
 
     spec = SupervisorSpec.read(run_dir)
     point_streams(spec.log_path)

@@ -11,15 +11,15 @@ machine can read: it carries the configuration, secrets included)::
 The answer is one JSON object on standard output: ``{"ok": true, "document": ...}`` (the
 document ``state ls`` or ``state show --output json`` prints: :mod:`.model` owns it) or
 ``{"ok": false, "error": ..., "hint": ..., "not-found": ...}``. Anything else the process
-or Spark prints goes to standard error. Exit status 0 either way; another means it crashed.
+or Spark prints goes to standard error (:func:`flinkish_cli.plan.child.serve`). Exit status
+0 either way; another means it crashed.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from typing import Any
+
+from flinkish_cli.plan.child import serve
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -56,12 +56,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    # Standard output carries the answer only: whatever else is printed goes to stderr.
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    request = json.load(sys.stdin)
-    out.write(json.dumps(answer(request)))
-    out.flush()
+    serve(answer)
 
 
 if __name__ == "__main__":

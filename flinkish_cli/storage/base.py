@@ -34,6 +34,7 @@ Contract, for all backends:
 from __future__ import annotations
 
 import abc
+import builtins
 import contextlib
 import errno
 import time
@@ -199,7 +200,7 @@ class Storage(abc.ABC):
     def walk(self, path: str) -> Iterator[FileInfo]:
         """Every file under the directory ``path``, at any depth (directories are not given)."""
 
-    def special_entries(self, path: str, limit: int = 10) -> list[tuple[str, str]]:
+    def special_entries(self, path: str, limit: int = 10) -> builtins.list[tuple[str, str]]:
         """What the tree at ``path`` holds besides regular files and directories: symbolic
         links (at any depth, never followed), named pipes, sockets, devices; at most
         ``limit`` of them, as ``(relative path, kind)``.
@@ -358,10 +359,12 @@ class Storage(abc.ABC):
 
     def _source_sizes(
         self, src_dir: str, files: Iterable[str] | None, optional: frozenset[str]
-    ) -> tuple[dict[str, int | None], list[str]]:
+    ) -> tuple[dict[str, int | None], builtins.list[str]]:
         """``relative name -> size`` of the files to copy (sizes from one listing), and the
         ``optional`` ones that listing no longer holds."""
-        listed = {relative_to(src_dir, info.path): info.size for info in self.walk(src_dir)}
+        listed: dict[str, int | None] = {
+            relative_to(src_dir, info.path): info.size for info in self.walk(src_dir)
+        }
         if files is None:
             return listed, []
         wanted = list(dict.fromkeys(check_relative(name) for name in files))

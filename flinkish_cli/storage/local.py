@@ -19,6 +19,7 @@ only names a registry (its location) or reads a few files does not load them.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
 import os
@@ -132,7 +133,7 @@ class LocalStorage(Storage):
                     continue
                 yield FileInfo(join(base, name), name, st.st_size, False, st.st_mtime)
 
-    def special_entries(self, path: str, limit: int = 10) -> list[tuple[str, str]]:
+    def special_entries(self, path: str, limit: int = 10) -> builtins.list[tuple[str, str]]:
         root = local_path(path)
         found: list[tuple[str, str]] = []
         pending = [("", root)]
@@ -303,7 +304,7 @@ class LocalStorage(Storage):
         def fail(_function: object, failed: str, info: object) -> None:
             error = info[1] if isinstance(info, tuple) else info
             if not isinstance(error, FileNotFoundError):  # removed concurrently: fine
-                raise _translate(error, "delete", failed) from error  # type: ignore[arg-type]
+                raise _translate(error, "delete", failed) from error  # type: ignore[arg-type,misc]
 
         import shutil
 

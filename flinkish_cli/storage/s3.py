@@ -29,6 +29,7 @@ configuration problem the user has to fix.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import os
@@ -446,7 +447,7 @@ class S3Storage(Storage):
                 for future in futures:
                     future.result()
 
-    def _delete_batch(self, bucket: str, keys: list[dict[str, str]]) -> None:
+    def _delete_batch(self, bucket: str, keys: builtins.list[dict[str, str]]) -> None:
         answer = self.client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
         errors = [e for e in answer.get("Errors", ()) if e.get("Code") != "NoSuchKey"]
         if errors:
@@ -481,9 +482,9 @@ class S3Storage(Storage):
                         Config=self._transfer_config(copy=True),
                     )
             return SERVER_SIDE
-        target = dest.local_path(dest_path)
-        if target is not None:
-            self._download(source, src, target, size)
+        local_target = dest.local_path(dest_path)
+        if local_target is not None:
+            self._download(source, src, local_target, size)
             return TRANSFERRED
         return super()._copy_file(src, dest, dest_path, size, link)
 

@@ -24,13 +24,14 @@ from flinkish_cli.plan.rundir import (
     PID_FILE,
     PROPERTIES_FILE,
     RUN_DIR_PREFIX,
+    SUPERVISOR_MODULE,
+    SupervisorSpec,
     process_stat,
     properties_text,
     write_private,
 )
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.supervisor import SUPERVISOR_MODULE, SupervisorSpec
 from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission.spark_submit import SubmitCommand
 

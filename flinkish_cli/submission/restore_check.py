@@ -31,12 +31,8 @@ creating a directory) happens here too.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -45,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import SavepointError
+from flinkish_cli.plan.child import run_child
 from flinkish_cli.runtime.compatibility import PlannedQuery, SavedQuery, Verdict, compare
 
 if TYPE_CHECKING:
@@ -267,43 +264,16 @@ def run_planner(
     ``environment``, else this one's): its answer, or one whose ``failure`` says why there
     is none (it took longer than ``timeout``, or crashed). The child and everything it
     started (Spark's JVM) go when it is done."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "flinkish_cli.runtime.state_check"],
-        env=environment,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(json.dumps(request), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(child)
-        child.communicate()
+    ended = run_child("flinkish_cli.runtime.state_check", request, timeout, environment)
+    if ended.timed_out:
         return {
             "failure": f"planning the program took longer than {timeout:.0f} s ({TIMEOUT}): "
             "it may wait for something before it starts its queries"
         }
-    except BaseException:
-        _kill(child)
-        raise
-    _kill(child)  # what the child left behind (Spark's JVM, while it shuts down)
-    try:
-        answer = json.loads(out)
-        if not isinstance(answer, dict):
-            raise ValueError("not a JSON object")
-        return answer
-    except ValueError:
-        last = [line for line in err.strip().splitlines() if line.strip()][-1:] or ["no output"]
-        return {"failure": f"the planning process ended with status {child.returncode} ({last[0]})"}
-
-
-def _kill(child: subprocess.Popen[str]) -> None:
-    """End the child's process group: its own session, started for it (the child and
-    Spark's JVM)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
+    if ended.answer is not None:
+        return ended.answer
+    last = ended.last_line() or "no output"
+    return {"failure": f"the planning process ended with status {ended.returncode} ({last})"}
 
 
 def refuse_rescale(saved: SavedState, config: Any) -> None:

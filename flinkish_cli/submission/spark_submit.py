@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.config.mappings import standalone_cores
+from flinkish_cli.config.mappings import CORES_MAX, standalone_cores
 from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
@@ -245,8 +245,8 @@ def build_command(
     if deployment.master.startswith("spark://") and "spark.default.parallelism" in properties:
         # the parallelism is the cores the job holds on a standalone cluster, as a rescale sets
         parallelism = int(properties["spark.default.parallelism"])
-        slots = int(properties.get("spark.executor.cores", "1"))
-        properties.setdefault("spark.cores.max", standalone_cores(parallelism, slots))
+        own = properties.get(CORES_MAX)  # the translation passes a -D of it through
+        properties[CORES_MAX] = standalone_cores(parallelism, properties, own)
     if deployment.target == K8S_APPLICATION:
         _require(properties, "spark.kubernetes.container.image", "kubernetes.container.image.ref")
         _require(properties, "spark.kubernetes.file.upload.path", None)

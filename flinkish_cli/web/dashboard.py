@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.registry.footprint import job_summary
+from flinkish_cli.registry.graph_view import job_summary
 from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
@@ -123,7 +123,7 @@ def series(status: JobStatus, kept: Series) -> dict[str, Any]:
 
 def checkpoint_size(status: JobStatus) -> dict[str, Any]:
     """``GET /flinkish/jobs/:jobid/checkpoint-size``: the registry's document of each query's
-    checkpoint by part (:func:`flinkish_cli.registry.footprint.job_summary`)."""
+    checkpoint by part (:func:`flinkish_cli.registry.graph_view.job_summary`)."""
     return job_summary(status)
 
 

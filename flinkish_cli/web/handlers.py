@@ -175,11 +175,12 @@ class FlinkRestApi:
 
     async def upgrade_program(self, request: Request) -> Response:
         """``POST /flinkish/jars/:id/upgrade``: ``flinkish upgrade`` with the uploaded program,
-        carried out here (:meth:`JobClient.upgrade_upload`); its events as they happen
+        carried out here (:func:`client.upgrade.upgrade_upload`); its events as they happen
         (:mod:`.upgrades`). A request that cannot be read is refused before anything starts."""
         from starlette.concurrency import iterate_in_threadpool
         from starlette.responses import StreamingResponse
 
+        from flinkish_cli.client.upgrade import upgrade_upload
         from flinkish_cli.web.upgrades import UpgradeStream
 
         session = self._require_submit()
@@ -191,8 +192,8 @@ class FlinkRestApi:
         stream = UpgradeStream()
         upload_id = request.path_params["jarid"]
         upgrade = await self._act(
-            lambda: self.client.upgrade_upload(
-                self.settings.upload_dir, upload_id, body, session, stream
+            lambda: upgrade_upload(
+                self.client, self.settings.upload_dir, upload_id, body, session, stream
             ),
             "",
         )

@@ -5,6 +5,7 @@ one-at-a-time rule are checked at the seam, with a double of the child."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -12,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from flinkish_cli.client import state_reads
 from flinkish_cli.client.state_reads import StateReads
 from flinkish_cli.config import Configuration
 from flinkish_cli.errors import StateError, StateNotFoundError
@@ -79,7 +79,7 @@ def test_the_childs_refusals_come_back_as_the_errors_they_were(tmp_path: Path) -
 
 def test_a_read_past_its_time_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reads = StateReads(Configuration.from_flat({}), timeout=0.5)
-    monkeypatch.setattr(state_reads.sys, "executable", _sleeper(tmp_path))
+    monkeypatch.setattr(sys, "executable", _sleeper(tmp_path))  # the child never answers
     started = time.monotonic()
     with pytest.raises(StateError, match=r"took longer than 0 s and was stopped"):
         reads.read(JOB, {}, {"action": "ls"})

@@ -16,6 +16,7 @@ from flinkish_cli.config import Configuration
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan
 from flinkish_cli.plan.rundir import (
     OWNERS_FILE,
+    SupervisorSpec,
     make_tmp_dir,
     parse_properties,
     properties_text,
@@ -24,7 +25,7 @@ from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, wri
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.restart import EXIT_RESCALE
-from flinkish_cli.runtime.supervisor import DriverExit, Supervisor, SupervisorSpec
+from flinkish_cli.runtime.supervisor import DriverExit, Supervisor
 from tests.fixtures.processes import child_until_stdin_closes, wait_exited
 
 
@@ -193,3 +194,53 @@ def test_an_attached_client_that_exited_cancels_the_job_even_unreaped(tmp_path: 
         supervisor._watch_cli()
         supervisor._watch_cli()  # once
         assert [r.action for r in ControlChannel(supervisor.registry, JOB).pending()] == ["cancel"]
+
+
+@pytest.mark.parametrize(
+    ("flink_conf", "parallelism", "cores"),
+    [
+        ({}, 4, "4"),
+        ({"taskmanager.numberOfTaskSlots": "3"}, 2, "3"),  # at least one executor's slots
+        ({"taskmanager.numberOfTaskSlots": "2"}, 5, "5"),
+        ({"spark.cores.max": "6"}, 4, "6"),  # the job's own wins, at a rescale too
+    ],
+)
+def test_a_rescale_holds_the_cores_run_p_would_hold(
+    tmp_path: Path, flink_conf: dict[str, str], parallelism: int, cores: str
+) -> None:
+    """``run -p N`` on a standalone cluster and an in-place rescale to N take the same
+    ``spark.cores.max`` (one rule: :func:`flinkish_cli.config.mappings.standalone_cores`)."""
+    from flinkish_cli.config.translate import to_spark
+    from flinkish_cli.submission.spark_submit import Deployment, build_command
+
+    master = "spark://127.0.0.1:7077"
+
+    def spark_conf(at: int) -> dict[str, str]:
+        config = Configuration.from_flat({**flink_conf, "parallelism.default": str(at)})
+        return dict(to_spark(config).conf)
+
+    submitted = build_command(
+        Deployment("remote", master, "client"), name="job", properties_file="/run/p",
+        py_files=[], archives=[], spark_conf=spark_conf(parallelism), run_dir="/run",
+    ).properties  # fmt: skip
+    before = build_command(
+        Deployment("remote", master, "client"), name="job", properties_file="/run/p",
+        py_files=[], archives=[], spark_conf=spark_conf(2), run_dir="/run",
+    ).properties  # fmt: skip
+    registry = JobRegistry.open(str(tmp_path / "checkpoints"))
+    registry.write(JobStatus(job_id=JOB, name="job", state=JobState.RUNNING, parallelism=2))
+    plan = JobPlan(
+        job_id=JOB, name="job", entry=Entry("file", "/x/job.py"),
+        checkpoint_root=str(tmp_path / "checkpoints"),
+        flink_conf={**flink_conf, "parallelism.default": "2"}, master=master, parallelism=2,
+    )  # fmt: skip
+    spec = SupervisorSpec(
+        argv=["spark-submit", "--master", master, "driver.py"], env={}, job_id=JOB,
+        checkpoint_root=str(tmp_path / "checkpoints"), log_path=str(tmp_path / "job.log"),
+    )  # fmt: skip
+    properties = properties_text({PLAN_CONF_KEY: plan.encode(), **before})
+    supervisor = Supervisor(tmp_path, spec, properties, registry, Configuration.from_flat({}))
+    write_marker(registry, JOB, RescaleMarker("r3", 2, parallelism, "/sp/savepoint-z"))
+    assert supervisor._rescaling(DriverExit(EXIT_RESCALE, True))
+    _, rescaled = _planned(supervisor)
+    assert submitted["spark.cores.max"] == rescaled["spark.cores.max"] == cores

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.config import Configuration
+from flinkish_cli.plan.rundir import SupervisorSpec
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import warm
-from flinkish_cli.runtime.supervisor import Supervisor, SupervisorSpec
+from flinkish_cli.runtime.supervisor import Supervisor
 
 JOB = "cd" * 16
 REPO = Path(__file__).resolve().parents[2]

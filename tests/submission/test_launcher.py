@@ -8,8 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from flinkish_cli.plan.rundir import PID_FILE
-from flinkish_cli.runtime.supervisor import SUPERVISOR_MODULE
+from flinkish_cli.plan.rundir import PID_FILE, SUPERVISOR_MODULE
 from flinkish_cli.submission.launcher import sweep_run_dirs
 
 

@@ -4,7 +4,8 @@ part, labelled with how the part grows; a query not measured yet has none."""
 
 from __future__ import annotations
 
-from flinkish_cli.registry.footprint import Footprint, PartSize, job_summary
+from flinkish_cli.registry.footprint import Footprint, PartSize
+from flinkish_cli.registry.graph_view import job_summary
 from flinkish_cli.registry.status import JobStatus, QueryStatus
 from flinkish_cli.web import dashboard, metrics
 

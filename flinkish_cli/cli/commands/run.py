@@ -72,9 +72,9 @@ def _run(
     config = load_config(conf_dir, dynamic, request.config_flags())
     if application:
         _require_application_target(config)
-    from flinkish_cli.client.jobs import JobClient
+    from flinkish_cli.client.connect import submit
 
-    JobClient(config).submit(request, RunPresenter(output))
+    submit(config, request, RunPresenter(output))
 
 
 def _require_application_target(config: Any) -> None:

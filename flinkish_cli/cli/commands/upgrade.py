@@ -11,7 +11,7 @@ both failed, and on any refusal (then the old job is untouched).
 
 With ``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``),
 the new program is uploaded and the server carries the upgrade out; the lines and exit
-statuses are the same (:meth:`~flinkish_cli.client.jobs.JobClient.upgrade`). A flinkish web
+statuses are the same (:func:`~flinkish_cli.client.connect.upgrade`). A flinkish web
 of this registry that takes no programs is refused (exit 1), never a silent upgrade from
 storage.
 """
@@ -74,7 +74,8 @@ def upgrade(
     the upgrade's savepoint. Exit status 0 only when the new program is stable. run's
     options apply (-p rescales, -n, -D, -m, -t); the new job always runs detached.
     """
-    from flinkish_cli.client.jobs import JobClient, resolve_local
+    from flinkish_cli.client import connect
+    from flinkish_cli.client.jobs import resolve_local
     from flinkish_cli.client.upgrade_outcome import UpgradeMode, UpgradeRequest
     from flinkish_cli.errors import UsageError
     from flinkish_cli.registry.jobid import parse_job_id
@@ -93,7 +94,8 @@ def upgrade(
     request = program_request("upgrade", params)
     config = load_config(conf_dir, dynamic, request.config_flags())
     presenter = UpgradeLines(output)
-    outcome = JobClient(config).upgrade(
+    outcome = connect.upgrade(
+        config,
         UpgradeRequest(
             job_id=old,
             program=request,
