@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything and run the whole test suite (what CI runs): lint, the import layers
-# (pyproject.toml's [tool.importlinter] contracts), the documentation site, then pytest.
+# (pyproject.toml's [tool.importlinter] contracts), the type checker ([tool.mypy]), the
+# documentation site, then pytest.
 # FLINKISH_SOAK_ROUNDS runs the suite's long form (tests/fixtures/long_form.py) with that many
 # rounds of the kill tests; CI runs the gate, without it.
 # FLINKISH_TEST_WORKERS sets pytest-xdist's workers (default 2: one per core here; three kept

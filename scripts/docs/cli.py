@@ -39,7 +39,7 @@ _DOCUMENTS = {
     "result.summary": "flinkish_cli.state.export:Export.summary",
     # a parameter of a function of the command's module: "<function>.<parameter>"; "+key",
     # a key the job client adds to the maker's document
-    "_job_info.document": "flinkish_cli.registry.footprint:job_summary",
+    "_job_info.document": "flinkish_cli.registry.graph_view:job_summary",
     "_show_info.summary": "flinkish_cli.savepoints.inspect:describe+path",
 }
 
