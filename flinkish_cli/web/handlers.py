@@ -196,8 +196,6 @@ class FlinkRestApi:
         """``POST /flinkish/jars/:id/upgrade``: ``flinkish upgrade`` with the uploaded program,
         carried out here (:meth:`JobClient.upgrade_upload`); its events as they happen
         (:mod:`.upgrades`). A request that cannot be read is refused before anything starts."""
-        from starlette.concurrency import iterate_in_threadpool
-
         from flinkish_cli.web.upgrades import UpgradeStream
 
         session = self._require_submit()
@@ -208,16 +206,29 @@ class FlinkRestApi:
             raise FlinkError(400, "Request did not match expected format UpgradeRequest.") from None
         stream = UpgradeStream()
         upload_id = request.path_params["jarid"]
-        upgrade = await self._act(
-            lambda: self.client.upgrade_upload(
-                self.settings.upload_dir, upload_id, body, session, stream
-            ),
-            "",
-        )
+        slot = self.waits.slot()  # the answer's lines are read on the threads of waits
+        slot.__enter__()
+        try:
+            upgrade = await self._act(
+                lambda: self.client.upgrade_upload(
+                    self.settings.upload_dir, upload_id, body, session, stream
+                ),
+                "",
+            )
+        except BaseException:
+            slot.__exit__(None, None, None)
+            raise
         self.upgrades.start(stream, upgrade.run, f"upgrade of {upgrade.outcome.job_id}")
-        return StreamingResponse(
-            iterate_in_threadpool(stream.lines()), media_type="application/x-ndjson"
-        )
+        lines = stream.lines()
+
+        async def events() -> Any:
+            while (line := await self.waits.run(next, lines, None)) is not None:
+                yield line
+
+        async def ended() -> None:
+            slot.__exit__(None, None, None)
+
+        return Following(events(), ended, media_type="application/x-ndjson")
 
     async def dashboard_jobs(self, request: Request) -> Response:
         jobs, unreadable = await run_in_threadpool(self.client.list_jobs)
