@@ -540,3 +540,28 @@ def test_requests_waiting_for_a_silent_driver_are_bounded_and_expired_ones_swept
         assert len(list(control.glob("*.request.json"))) <= MAX_WAITING
     finally:
         silent.close()
+
+
+def test_a_client_that_stops_reading_its_answer_is_cut_off(
+    web: WebServer, env: FlinkishEnv
+) -> None:
+    job = "d0" * 16  # a log of 32 MiB, asked for whole and never read
+    size = 32 << 20
+    Path(log_path(str(env.logs), job)).write_bytes(b"x" * (size - 1) + b"\n")
+    host, port = web.address.rsplit(":", 1)
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(5)
+        sock.connect((host, int(port)))
+        sock.sendall(_head("GET", f"/flinkish/registry/jobs/{job}/log", _authorised()))
+        time.sleep(4)  # the attack itself: 2 s (the body timeout) of not reading, and slack
+        received, deadline = 0, time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(1 << 20)
+            except (ConnectionResetError, TimeoutError):
+                break
+            if not chunk:
+                break
+            received += len(chunk)
+    assert received < size  # cut off, not waited for
