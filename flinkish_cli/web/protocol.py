@@ -207,6 +207,12 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.write(raw_error(503, "Service Unavailable", message))
         self.transport.close()
 
+    # -- upgrades ---------------------------------------------------------------------------
+    def _unsupported_upgrade_warning(self) -> None:
+        """An ``Upgrade`` header is served as plain HTTP (the server takes no upgrades):
+        nothing logged, so a client cannot fill the log with uvicorn's advice to install a
+        WebSocket library."""
+
     # -- malformed requests -----------------------------------------------------------------
     def send_400_response(self, msg: str) -> None:
         """Flink's error JSON for a request that is not HTTP/1.1 as it should be."""
