@@ -71,6 +71,7 @@ class FlinkRestApi:
         #: follows of logs, and actions that wait (:mod:`.limits`): threads of their own
         self.follows = Pool("log follows", settings.max_follows, "flinkish.web.max-follows")
         self.waits = Pool("actions that wait for a job or start a program", LONG_ACTIONS)
+        self.upgrade_answers = Pool("upgrades streaming their events", LONG_ACTIONS)
 
     async def _status(self, job_id: str, missing: str | None = None) -> JobStatus:
         """The job's status; Flink's 404 (``missing``, else "Job <id> not found"), with the
@@ -206,7 +207,7 @@ class FlinkRestApi:
             raise FlinkError(400, "Request did not match expected format UpgradeRequest.") from None
         stream = UpgradeStream()
         upload_id = request.path_params["jarid"]
-        slot = self.waits.slot()  # the answer's lines are read on the threads of waits
+        slot = self.upgrade_answers.slot()  # the answer's lines are read on its threads
         slot.__enter__()
         try:
             upgrade = await self._act(
@@ -222,7 +223,7 @@ class FlinkRestApi:
         lines = stream.lines()
 
         async def events() -> Any:
-            while (line := await self.waits.run(next, lines, None)) is not None:
+            while (line := await self.upgrade_answers.run(next, lines, None)) is not None:
                 yield line
 
         async def ended() -> None:

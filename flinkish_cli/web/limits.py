@@ -26,7 +26,8 @@ from flinkish_cli.web.replies import FlinkError
 
 T = TypeVar("T")
 
-#: Actions that wait for a job's driver (a cancel) or start a program, run at once.
+#: Actions that wait for a job's driver (a cancel) or start a program, run at once (and,
+#: apart, upgrades streaming their events).
 LONG_ACTIONS = 16
 
 
