@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -565,3 +567,35 @@ def test_a_client_that_stops_reading_its_answer_is_cut_off(
                 break
             received += len(chunk)
     assert received < size  # cut off, not waited for
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root to start two processes of another user (setpriv)",
+)
+def test_a_process_of_the_same_user_cannot_read_the_servers_environment() -> None:
+    """What a submitted program would try: read ``/proc/<server>/environ`` as the server's
+    own user. Both processes run as ``nobody``; the first makes itself non-dumpable as
+    ``flinkish web`` does with uploads on."""
+    import sys
+
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    server = subprocess.Popen(
+        [*as_nobody, sys.executable, "-c",
+         "import sys, time; from flinkish_cli.web.server import not_dumpable; "
+         "not_dumpable(); print('ready', flush=True); sys.stdin.read()"],
+        env={"PATH": os.environ.get("PATH", ""), "SERVER_TOKEN": TOKEN,
+             "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        reader = subprocess.run(
+            [*as_nobody, sys.executable, "-c",
+             f"print(open('/proc/{server.pid}/environ', 'rb').read())"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert reader.returncode != 0 and "Permission denied" in reader.stderr
+        assert TOKEN not in reader.stdout
+    finally:
+        server.communicate(input="", timeout=30)
