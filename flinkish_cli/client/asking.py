@@ -62,6 +62,10 @@ class Channel(Protocol):
     def forget(self, request_id: str) -> None: ...
 
 
+#: Detached requests (REST triggers) that may wait for one job's driver at once: a client
+#: cannot fill the job's control directory faster than its driver empties it.
+MAX_WAITING = 64
+
 #: How long a command whose end request lost a race waits for the job's actual outcome.
 END_WAIT = 120.0
 
@@ -131,6 +135,12 @@ def send_detached(
         request.request_id = trigger_id
         if channel.state_of(trigger_id) is not None:
             return trigger_id
+    if channel.waiting() >= MAX_WAITING:
+        raise JobError(
+            f"Job {job_id} has {MAX_WAITING} requests waiting for its driver already; it "
+            "takes no more until it has carried them out (or they expire).",
+            "See the job's heartbeat with 'flinkish list'; its driver may be busy or gone.",
+        )
     channel.send(request)
     return request.request_id
 

@@ -133,12 +133,26 @@ class JobClient(JobClientBase):
         return submit_and_follow(request, self.config, presenter)
 
     def upload_program(self, archive: bytes, upload_dir: str) -> str:
-        """``flinkish web``: keep an uploaded program's zip under ``upload_dir``; its id."""
+        """``flinkish web``: keep an uploaded program's zip under ``upload_dir``, unpacked
+        within its bounds (:func:`~flinkish_cli.submission.upload.unpack`); its id."""
         from pathlib import Path
 
         from flinkish_cli.submission.upload import unpack
 
         return unpack(archive, Path(upload_dir).expanduser())
+
+    def sweep_uploads(self, upload_dir: str, max_age: float) -> int:
+        """``flinkish web``: remove the uploads never run for ``max_age`` seconds, and those
+        whose job has ended (or is not in this registry); how many."""
+        from pathlib import Path
+
+        from flinkish_cli.submission.upload import sweep
+
+        def ended(job_id: str) -> bool:
+            status = self.registry.find(parse_job_id(job_id))
+            return status is None or status.effective_state().is_terminal
+
+        return sweep(Path(upload_dir).expanduser(), max_age, ended)
 
     def keep_warm_runner(self) -> None:
         """``flinkish web``: keep a warm runner that uploaded programs start in (one spare
@@ -164,7 +178,9 @@ class JobClient(JobClientBase):
 
         run = upload.UploadedRun.from_json(body)
         found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
-        return upload.start_uploaded(found, run, session_cluster, self.warm)
+        job_id = upload.start_uploaded(found, run, session_cluster, self.warm)
+        upload.mark_run(found, job_id)  # removed once the job has ended
+        return job_id
 
     def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
         """``flinkish info``: run the script in a quiet local Spark session without starting
@@ -209,14 +225,25 @@ class JobClient(JobClientBase):
         return self.registry.listing()
 
     def log(
-        self, job_id: str, follow: bool = False, last_lines: int | None = None
+        self,
+        job_id: str,
+        follow: bool = False,
+        last_lines: int | None = None,
+        ticks: bool = False,
     ) -> Iterator[str]:
-        """The job's driver log in chunks of text; ``follow`` keeps reading while it runs."""
+        """The job's driver log in chunks of text; ``follow`` keeps reading while it runs
+        (with ``ticks``, an empty chunk whenever a look found nothing new: ``flinkish web``
+        stops between them when its client has gone or it is stopping)."""
         from flinkish_cli.registry.logs import stream_log
 
         log_dir = str(self.config.get("env.log.dir"))
         return stream_log(
-            self.registry, parse_job_id(job_id), log_dir, follow=follow, last_lines=last_lines
+            self.registry,
+            parse_job_id(job_id),
+            log_dir,
+            follow=follow,
+            last_lines=last_lines,
+            ticks=ticks,
         )
 
     # -- the transport (RestJobClient answers these through flinkish web) ------------------
@@ -299,6 +326,23 @@ class JobClient(JobClientBase):
         """Ask a running job for its next checkpoint without waiting; the trigger id."""
         status = self._running(job_id, "checkpoint")
         return send_detached(self.registry, status.job_id, TriggerCheckpoint(), ttl, trigger_id)
+
+    def rescale_detached(
+        self,
+        job_id: str,
+        parallelism: int,
+        reason: str = "Asked for by user.",
+        trigger_id: str | None = None,
+        ttl: float = DETACHED_TTL,
+    ) -> str:
+        """Ask a running job to rescale in place to ``parallelism`` without waiting (Flink's
+        resource requirements over REST); the trigger id, whose :meth:`trigger_result` is
+        the rescale's savepoint once the old driver has stopped with it."""
+        from flinkish_cli.registry.protocol import Rescale
+
+        status = self._running(job_id, "rescale")
+        command = Rescale(parallelism, reason)
+        return send_detached(self.registry, status.job_id, command, ttl, trigger_id)
 
     # -- a request's answer, for the REST client's waiting commands -------------------------
     def trigger_answer(self, job_id: str, trigger_id: str) -> tuple[ControlResponse | None, bool]:

@@ -424,6 +424,30 @@ def _dynamic_secret_warnings(settings: Sequence[Setting], warnings: WarningLog) 
         )
 
 
+#: Secrets that are never written into the configuration file as plain text: a token is
+#: the one key to the endpoint, and the file is read by every tool and kept in backups.
+_FILE_SECRETS = ("flinkish.web.auth-token",)
+
+
+def _file_token_warnings(
+    settings: Sequence[Setting], warnings: WarningLog, source: Path | None
+) -> None:
+    """A token written as plain text in the configuration file: say how to avoid it, as for
+    one given with -D (the value is never shown)."""
+    where = display_path(source) if source is not None else YAML_FILE
+    for setting in settings:
+        if setting.source.reference is not None or setting.key not in _FILE_SECRETS:
+            continue
+        if not str(setting.value).strip():
+            continue
+        warnings.add(
+            f"{setting.key} is written as plain text in {where}, where whoever can read the "
+            f"file (or a copy of it) has it. Give it by reference instead: "
+            f"'{setting.key}: ${{env:NAME}}' or '{setting.key}: ${{file:/path/to/file}}' (a "
+            "file only its owner can read)."
+        )
+
+
 def _known(key: str) -> bool:
     try:
         opts.classify(key)
@@ -460,6 +484,7 @@ def load_configuration(
             source_file = legacy_file
             settings, warnings = read_legacy(legacy_file)
         settings = resolve_settings(settings, resolver, directory)
+        _file_token_warnings(settings, warnings, source_file)
     dynamic_list = resolve_settings(dynamic_settings(dynamic), resolver, Path.cwd())
     _dynamic_secret_warnings(dynamic_list, warnings)
     settings += dynamic_list

@@ -886,11 +886,35 @@ OPTIONS: tuple[Option, ...] = (
         "flinkish.web.max-connections",
         Int(),
         MO,
-        "Open connections flinkish web keeps at most; past it, the connection waiting "
-        "longest for its request's headers is closed first.",
+        "Open connections flinkish web keeps at most; past it, one neither reading a request "
+        "nor being served (lingering after an early refusal, then idle between requests) is "
+        "closed first, then the one waiting longest for its request's headers; when all are "
+        "being served, the new one is answered 503.",
         RUNTIME,
         default="512",
         check=at_least(1, "a number of connections"),
+    ),
+    Option(
+        "flinkish.web.max-follows",
+        Int(),
+        MO,
+        "Logs followed at once through flinkish web (flinkish logs -f -m, "
+        "/flinkish/registry/jobs/<JobID>/log?follow=true); each runs on a thread of its own, "
+        "never one of the threads other requests are served on. Past it: 503.",
+        RUNTIME,
+        default="64",
+        check=at_least(1, "a number of follows"),
+    ),
+    Option(
+        "flinkish.web.shutdown-timeout",
+        Duration(),
+        MO,
+        "How long flinkish web, asked to stop (SIGTERM, Ctrl-C), waits for the requests it is "
+        "serving before it ends them; follows end at once. Upgrades under way are waited for "
+        "(asked again, it stops at once).",
+        RUNTIME,
+        default="10 s",
+        check=POSITIVE_DURATION,
     ),
     Option(
         "flinkish.web.session-cluster",
@@ -916,7 +940,18 @@ OPTIONS: tuple[Option, ...] = (
         "web.cancel.enable",
         Bool(),
         MO,
-        "Whether flinkish web cancels and stops jobs (the REST API and the dashboard's buttons).",
+        "Whether flinkish web changes jobs: false refuses (403) every request that does "
+        "(cancel, stop, a savepoint that cancels, a rescale), through the REST API and the "
+        "dashboard's buttons.",
+        RUNTIME,
+        default="true",
+    ),
+    Option(
+        "web.rescale.enable",
+        Bool(),
+        MO,
+        "Whether flinkish web rescales jobs (PUT /jobs/<JobID>/resource-requirements); "
+        "web.cancel.enable false refuses rescales too. /config reports it as web-rescale.",
         RUNTIME,
         default="true",
     ),
@@ -925,10 +960,21 @@ OPTIONS: tuple[Option, ...] = (
         Bool(),
         MO,
         "Program uploads through the REST API: with true, flinkish web in front of a session "
-        "cluster takes programs from 'flinkish run -m host:port' and starts them there "
-        "(off loopback only with flinkish.web.auth-token, as every request).",
+        "cluster takes programs from 'flinkish run -m host:port' and starts them there. "
+        "Needs flinkish.web.auth-token, on loopback too: a submitted program runs as the "
+        "server's user.",
         RUNTIME,
         default="false",
+    ),
+    Option(
+        "flinkish.web.upload-timeout",
+        Duration(),
+        MO,
+        "How long flinkish web keeps an uploaded program that was not run; it is removed "
+        "after (and once it is run).",
+        RUNTIME,
+        default="10 min",
+        check=POSITIVE_DURATION,
     ),
     Option(
         "flinkish.web.submit.warm-runner",

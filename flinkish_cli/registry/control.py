@@ -243,6 +243,33 @@ class ControlChannel:
         except (FileNotFoundError, ValueError, TypeError, AttributeError):
             return False
 
+    def waiting(self, now: float | None = None) -> int:
+        """How many requests wait for the driver (sent, neither claimed nor answered); those
+        past their deadline are deleted first, so requests to a driver that died are swept
+        by the next sender instead of staying for ever."""
+        now = time.time() if now is None else now
+        names = {info.name for info in self.storage.list(self.dir)}
+        count = 0
+        for name in names:
+            if not name.endswith("." + REQUEST):
+                continue
+            request_id = name[: -len("." + REQUEST)]
+            if f"{request_id}.{RESPONSE}" in names or f"{request_id}.{CLAIM}" in names:
+                continue
+            try:
+                request = ControlRequest.from_json(
+                    self.storage.read_text(self._path(request_id, REQUEST))
+                )
+            except FileNotFoundError:
+                continue
+            except (ValueError, TypeError, RecursionError):
+                request = None
+            expired = request is None or request.expired(now)
+            if expired and self.withdraw(request_id):
+                continue
+            count += 1
+        return count
+
     # -- driver side ---------------------------------------------------------------------
     def pending(self) -> list[ControlRequest]:
         """Requests to carry out now, oldest first; each is claimed for the caller.

@@ -160,11 +160,17 @@ def _identity(path: str) -> tuple[int, int] | None:
 
 
 def follow(
-    fd: int, path: str, offset: int, more: Callable[[], bool], poll: float = 0.3
+    fd: int,
+    path: str,
+    offset: int,
+    more: Callable[[], bool],
+    poll: float = 0.3,
+    ticks: bool = False,
 ) -> Iterator[bytes]:
     """The bytes of the log at ``path`` (open as ``fd``) from ``offset`` on, across rolls,
     while ``more()`` says the writers may still write (checked when nothing is new), then
-    what is left."""
+    what is left. With ``ticks``, an empty chunk after each ``poll`` that found nothing new,
+    so a reader can stop between reads (a server whose client went away)."""
     newest = rolled(path, 1)
     known = _identity(newest)
     while True:
@@ -196,6 +202,8 @@ def follow(
                 yield rest
             return
         time.sleep(poll)
+        if ticks:
+            yield b""
 
 
 def _rest_of(path: str, offset: int) -> tuple[bytes, int]:

@@ -119,6 +119,7 @@ def stream_log(
     log_dir: str,
     follow: bool = False,
     last_lines: int | None = None,
+    ticks: bool = False,
 ) -> Iterator[str]:
     """Yield the job's log; with ``follow``, keep yielding until the job has ended and its
     supervisor on this host has exited (at most :data:`WRITER_GRACE_SECONDS` after the end),
@@ -126,7 +127,8 @@ def stream_log(
     not read yet comes from ``.1``, then the new log from its start.
 
     The log is read even when the job's status is missing or unreadable (a follow then
-    stops at the end of the file, since nothing says the job still runs).
+    stops at the end of the file, since nothing says the job still runs). With ``ticks``, a
+    follow yields an empty chunk whenever a look found nothing new (:func:`.logroll.follow`).
     """
     job_id = parse_job_id(job_id)
     status, unreadable = _status(registry, job_id)
@@ -156,7 +158,10 @@ def stream_log(
             return time.monotonic() - ended_at < WRITER_GRACE_SECONDS and _writer_runs(current)
 
         path = log_path(log_dir, job_id)
-        for chunk in logroll.follow(raw.fileno(), path, raw.tell(), running, FOLLOW_POLL_SECONDS):
+        following = logroll.follow(
+            raw.fileno(), path, raw.tell(), running, FOLLOW_POLL_SECONDS, ticks
+        )
+        for chunk in following:
             yield decoder.decode(chunk)
         yield decoder.decode(b"", final=True)
 

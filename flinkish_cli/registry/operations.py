@@ -26,6 +26,9 @@ from flinkish_cli.registry.store import META_DIR, JobRegistry
 OPERATIONS_DIR = "operations"
 #: How long an operation's result can be asked for (seconds after its trigger id was made).
 RESULT_TTL = 24 * 3600.0
+#: Results kept at most (the oldest go first): a client asking for disposals without end
+#: cannot fill the registry.
+MAX_RESULTS = 1000
 SUFFIX = ".json"
 
 
@@ -56,13 +59,22 @@ def record(
 
 
 def expire(registry: JobRegistry, now: float | None = None) -> int:
-    """Delete the results written more than :data:`RESULT_TTL` ago; how many."""
+    """Delete the results written more than :data:`RESULT_TTL` ago, and the oldest beyond
+    :data:`MAX_RESULTS`; how many."""
     now = time.time() if now is None else now
     expired = 0
+    kept = []
     for info in registry.storage.list(_dir(registry)):
-        if not info.is_dir and info.name.endswith(SUFFIX) and now - made(info) > RESULT_TTL:
+        if info.is_dir or not info.name.endswith(SUFFIX):
+            continue
+        if now - made(info) > RESULT_TTL:
             registry.storage.delete(info.path)
             expired += 1
+        else:
+            kept.append(info)
+    for info in sorted(kept, key=made)[: max(len(kept) - MAX_RESULTS, 0)]:
+        registry.storage.delete(info.path)
+        expired += 1
     return expired
 
 

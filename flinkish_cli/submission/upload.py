@@ -29,8 +29,15 @@ through :func:`start_prepared` as these do).
 
 Not through the endpoint (refused with the alternative): ``-pyfs``, ``-pyarch``, ``-pyreq``,
 ``-pyexec``, ``-pyclientexec``, ``-pym`` and ``-sae``. The uploaded program stays in its
-directory while the flinkish web that took it runs (a restarted client reads it again);
-the kept program of the registry (``program.zip``) is what an upgrade's rollback uses.
+directory while its job runs (a restarted client reads it again); the kept program of the
+registry (``program.zip``) is what an upgrade's rollback uses.
+
+An upload is bounded before anything is written: the request's body by
+``rest.server.max-content-length``, what it unpacks by :data:`MAX_ENTRIES` entries,
+:data:`MAX_UNPACKED_BYTES` in all and a compression ratio of :data:`MAX_RATIO` (a zip bomb
+is refused, with nothing left). Each entry is streamed to disk in pieces, never read whole
+into memory. :func:`sweep` removes the uploads that were never run after
+``flinkish.web.upload-timeout``, and those that were once their job has ended.
 """
 
 from __future__ import annotations
@@ -40,7 +47,9 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,32 +199,100 @@ def run_request(upload: Path, run: UploadedRun, session_cluster: str) -> RunRequ
 
 
 # -- the server's side -----------------------------------------------------------------------
+#: An upload unpacks to at most this many entries ...
+MAX_ENTRIES = 1000
+#: ... this many bytes in all ...
+MAX_UNPACKED_BYTES = 64 << 20
+#: ... and at most this many times its compressed size (once it unpacks to 1 MiB or more).
+MAX_RATIO = 100
+#: The file in an upload's directory naming the job it was run as.
+JOB_FILE = ".job"
+
+
 def unpack(data: bytes, base: Path) -> str:
-    """Write an uploaded zip into a new private directory under ``base``; its id.
-    :class:`UsageError` for anything that is not a zip of files inside it."""
+    """Write an uploaded zip into a new private directory under ``base``, each entry
+    streamed to disk within the bounds above; its id. :class:`UsageError` for anything that
+    is not a zip of files inside it, or beyond a bound (nothing is left then)."""
     upload_id = secrets.token_hex(16)
     target = base / f"{UPLOAD_PREFIX}{upload_id}"
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-        names = archive.namelist()
+        entries = archive.infolist()
     except (zipfile.BadZipFile, ValueError):
         raise UsageError("The upload is not a zip archive.") from None
+    if len(entries) > MAX_ENTRIES:
+        raise UsageError(
+            f"The upload holds {len(entries)} entries; flinkish web takes at most "
+            f"{MAX_ENTRIES} entries."
+        )
     base.mkdir(parents=True, exist_ok=True)
     target.mkdir(mode=0o700)
     os.chmod(target, 0o700)
     try:
-        for name in names:
+        written = 0
+        for entry in entries:
+            name = entry.filename
             path = (target / name).resolve()
             if name.startswith("/") or not path.is_relative_to(target.resolve()):
                 raise UsageError(f"The upload holds a path outside its directory: {name}.")
-            if name.endswith("/"):
+            if entry.is_dir():
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(archive.read(name))
+            written = _write_entry(archive, entry, path, written, len(data))
+    except zipfile.BadZipFile as error:
+        shutil.rmtree(target, ignore_errors=True)
+        raise UsageError(f"The upload is not a zip archive that can be read ({error}).") from None
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
     return upload_id
+
+
+def _write_entry(
+    archive: zipfile.ZipFile, entry: zipfile.ZipInfo, path: Path, written: int, size: int
+) -> int:
+    """Stream one entry to ``path``, counting what it really unpacks to (never what its
+    header says); the bytes written so far in all."""
+    with archive.open(entry) as source, open(path, "xb") as sink:
+        while chunk := source.read(1 << 16):
+            written += len(chunk)
+            if written > MAX_UNPACKED_BYTES:
+                raise UsageError(
+                    f"The upload unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB; flinkish "
+                    "web takes at most that."
+                )
+            if written >= 1 << 20 and written > MAX_RATIO * size:
+                raise UsageError(
+                    f"The upload unpacks to more than {MAX_RATIO} times its size (it is "
+                    "compressed like a zip bomb); flinkish web refuses it."
+                )
+            sink.write(chunk)
+    return written
+
+
+def mark_run(upload: Path, job_id: str) -> None:
+    """Note in the upload's directory that it runs as ``job_id`` (kept until that job ends)."""
+    (upload / JOB_FILE).write_text(job_id)
+
+
+def sweep(base: Path, max_age: float, ended: Callable[[str], bool]) -> int:
+    """Remove the uploads under ``base`` that were never run and are older than ``max_age``
+    seconds, and those whose job has ``ended``; how many were removed."""
+    removed = 0
+    now = time.time()
+    for found in base.glob(f"{UPLOAD_PREFIX}*") if base.is_dir() else ():
+        try:
+            marker = found / JOB_FILE
+            if marker.is_file():
+                gone = ended(marker.read_text().strip())
+            else:
+                gone = now - found.stat().st_mtime > max_age
+        except (OSError, ValueError):
+            continue
+        if gone:
+            shutil.rmtree(found, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def upload_dir(base: Path, upload_id: str) -> Path:

@@ -8,8 +8,11 @@ out for the CLI is finished before it exits (:mod:`.upgrades`).
 
 - :mod:`.settings`: what the endpoint allows, from the configuration;
 - :mod:`.server`: binding (loopback unless told otherwise; Flink's port lists) and serving;
-- :mod:`.protocol`: the HTTP connection's limits (slow headers, a cap on connections,
-  malformed requests answered in Flink's JSON);
+- :mod:`.protocol`: the HTTP connection's limits (a deadline in every state: slow heads,
+  the linger after an early refusal, a client that stops reading; a cap on connections that
+  closes the idle ones first; malformed requests answered in Flink's JSON);
+- :mod:`.limits`: long requests (follows of logs, actions that wait) on threads of their
+  own, capped, never the shared ones; the server's stopping, which ends them;
 - :mod:`.security`: the guard before every route (the Host, cross-site requests, the bearer
   token, body size and time) and the headers every answer carries;
 - :mod:`.app`: the application (routes with and without Flink's ``/v1`` prefix, errors as

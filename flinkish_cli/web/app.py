@@ -4,12 +4,15 @@ page, behind the guard (:mod:`.security`).
 
 Routes live in :mod:`.handlers`; this module puts them together and turns every exception
 into Flink's ``{"errors": [...]}`` (:mod:`.replies`), never a traceback. Its shutdown waits
-for the upgrades under way (:mod:`.upgrades`).
+for the upgrades under way (:mod:`.upgrades`); with ``web.submit.enable``, it removes old
+uploads now and then (:func:`flinkish_cli.submission.upload.sweep`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,6 +27,7 @@ from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.errors import FlinkishError
 from flinkish_cli.web import dashboard
 from flinkish_cli.web.handlers import FlinkRestApi
+from flinkish_cli.web.limits import Stopping
 from flinkish_cli.web.replies import FlinkError, errors
 from flinkish_cli.web.rescales import RescaleRoutes
 from flinkish_cli.web.security import BodyTimeout, Guard, too_large, too_slow
@@ -31,17 +35,23 @@ from flinkish_cli.web.settings import WebSettings
 
 __all__ = ["WebSettings", "create_app"]
 
+log = logging.getLogger("flinkish.web")
 
-def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
-    """The ASGI application of ``flinkish web``."""
+
+def create_app(
+    client: JobClient, settings: WebSettings, stopping: Stopping | None = None
+) -> ASGIApp:
+    """The ASGI application of ``flinkish web``; ``stopping`` is set when the server is
+    asked to stop (its long answers end then)."""
     from starlette.responses import FileResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
     from flinkish_cli.web.metrics import metrics_route
 
-    api = FlinkRestApi(client, settings)
-    rescales = RescaleRoutes(client).routes()
+    stopping = stopping or Stopping()
+    api = FlinkRestApi(client, settings, stopping)
+    rescales = RescaleRoutes(client, settings).routes()
 
     async def page(request: Request) -> Response:
         """The dashboard's page."""
@@ -86,9 +96,25 @@ def create_app(client: JobClient, settings: WebSettings) -> ASGIApp:
         Exception: failure,
     }
 
+    async def sweeping() -> None:
+        """Uploads never run, and those of ended jobs, removed now and then."""
+        every = min(settings.upload_timeout / 2, 30.0)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await run_in_threadpool(
+                    client.sweep_uploads, settings.upload_dir, settings.upload_timeout
+                )
+            except OSError as error:
+                log.warning("Could not remove old uploads under %s: %s", settings.upload_dir, error)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(sweeping()) if settings.submit_enabled else None
         yield
+        stopping.set()
+        if sweeper is not None:
+            sweeper.cancel()
         await run_in_threadpool(api.upgrades.wait)  # none left half done by a stop
 
     application = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)

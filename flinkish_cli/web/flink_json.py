@@ -318,7 +318,9 @@ def cluster_overview(
     }
 
 
-def dashboard_config(version: str, refresh_ms: int, cancel: bool) -> dict[str, Any]:
+def dashboard_config(
+    version: str, refresh_ms: int, cancel: bool, rescale: bool = False
+) -> dict[str, Any]:
     """``GET /config`` (Flink's DashboardConfiguration)."""
     local = datetime.now().astimezone()
     offset = local.utcoffset()
@@ -331,7 +333,7 @@ def dashboard_config(version: str, refresh_ms: int, cancel: bool) -> dict[str, A
         "features": {
             "web-submit": False,
             "web-cancel": cancel,
-            "web-rescale": False,
+            "web-rescale": rescale,
             "web-history": False,
         },
     }

@@ -16,12 +16,12 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from flinkish_cli.client import wire
@@ -32,20 +32,46 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import UnreadableStatusError
 from flinkish_cli.submission.endpoint import CLUSTER_PATH
 from flinkish_cli.web import dashboard, flink_json, parsing
+from flinkish_cli.web.limits import LONG_ACTIONS, Pool, Stopping
 from flinkish_cli.web.replies import JSON_TYPE, FlinkError, ok
 from flinkish_cli.web.settings import WebSettings
+
+
+class Following(StreamingResponse):
+    """A streamed answer with an end: ``ended()`` runs once it is over, however it ended
+    (sent whole, its client gone, the server stopping)."""
+
+    def __init__(self, content: Any, ended: Callable[[], Awaitable[None]], **kwargs: Any):
+        super().__init__(content, **kwargs)
+        self.ended = ended
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import anyio
+
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.ended()
 
 
 class FlinkRestApi:
     """Flink's REST API over one job client."""
 
-    def __init__(self, client: JobClient, settings: WebSettings) -> None:
+    def __init__(
+        self, client: JobClient, settings: WebSettings, stopping: Stopping | None = None
+    ) -> None:
         from flinkish_cli.web.upgrades import UpgradesUnderWay
 
         self.client = client
         self.settings = settings
+        self.stopping = stopping or Stopping()
         #: the upgrades carried out for the CLI (the server's shutdown waits for them)
         self.upgrades = UpgradesUnderWay()
+        #: follows of logs, and actions that wait (:mod:`.limits`): threads of their own
+        self.follows = Pool("log follows", settings.max_follows, "flinkish.web.max-follows")
+        self.waits = Pool("actions that wait for a job or start a program", LONG_ACTIONS)
+        self.upgrade_answers = Pool("upgrades streaming their events", LONG_ACTIONS)
 
     async def _status(self, job_id: str, missing: str | None = None) -> JobStatus:
         """The job's status; Flink's 404 (``missing``, else "Job <id> not found"), with the
@@ -66,7 +92,11 @@ class FlinkRestApi:
         """The dashboard's configuration: flinkish's version, the refresh interval and whether jobs
         may be cancelled."""
         s = self.settings
-        return ok(flink_json.dashboard_config(s.version, s.refresh_ms, s.cancel_enabled))
+        return ok(
+            flink_json.dashboard_config(
+                s.version, s.refresh_ms, s.cancel_enabled, s.rescale_allowed
+            )
+        )
 
     async def overview(self, request: Request) -> Response:
         """The cluster overview: the jobs by state, and the task managers and slots of the jobs that
@@ -150,9 +180,13 @@ class FlinkRestApi:
             archive = base64.b64decode(data.get("archive") or "", validate=True)
         except ValueError:
             raise FlinkError(400, "The upload's archive is not base64.") from None
-        upload_id = await self._act(
-            lambda: self.client.upload_program(archive, self.settings.upload_dir), ""
-        )
+        directory, keep = self.settings.upload_dir, self.settings.upload_timeout
+
+        def upload() -> str:
+            self.client.sweep_uploads(directory, keep)
+            return self.client.upload_program(archive, directory)
+
+        upload_id = await self._act(upload, "")
         return ok({"filename": upload_id, "status": "success"})
 
     async def run_program(self, request: Request) -> Response:
@@ -177,9 +211,6 @@ class FlinkRestApi:
         """``POST /flinkish/jars/:id/upgrade``: ``flinkish upgrade`` with the uploaded program,
         carried out here (:func:`client.upgrade.upgrade_upload`); its events as they happen
         (:mod:`.upgrades`). A request that cannot be read is refused before anything starts."""
-        from starlette.concurrency import iterate_in_threadpool
-        from starlette.responses import StreamingResponse
-
         from flinkish_cli.client.upgrade import upgrade_upload
         from flinkish_cli.web.upgrades import UpgradeStream
 
@@ -191,16 +222,29 @@ class FlinkRestApi:
             raise FlinkError(400, "Request did not match expected format UpgradeRequest.") from None
         stream = UpgradeStream()
         upload_id = request.path_params["jarid"]
-        upgrade = await self._act(
-            lambda: upgrade_upload(
-                self.client, self.settings.upload_dir, upload_id, body, session, stream
-            ),
-            "",
-        )
+        slot = self.upgrade_answers.slot()  # the answer's lines are read on its threads
+        slot.__enter__()
+        try:
+            upgrade = await self._act(
+                lambda: upgrade_upload(
+                    self.client, self.settings.upload_dir, upload_id, body, session, stream
+                ),
+                "",
+            )
+        except BaseException:
+            slot.__exit__(None, None, None)
+            raise
         self.upgrades.start(stream, upgrade.run, f"upgrade of {upgrade.outcome.job_id}")
-        return StreamingResponse(
-            iterate_in_threadpool(stream.lines()), media_type="application/x-ndjson"
-        )
+        lines = stream.lines()
+
+        async def events() -> Any:
+            while (line := await self.upgrade_answers.run(next, lines, None)) is not None:
+                yield line
+
+        async def ended() -> None:
+            slot.__exit__(None, None, None)
+
+        return Following(events(), ended, media_type="application/x-ndjson")
 
     async def dashboard_jobs(self, request: Request) -> Response:
         """The dashboard's job list: each job's row with its last savepoint, and how many jobs
@@ -273,9 +317,10 @@ class FlinkRestApi:
             raise FlinkError(403, "Cancelling and stopping jobs is disabled (web.cancel.enable).")
 
     async def _act(self, action: Callable[[], Any], job_id: str) -> Any:
-        """Run a client action; its refusal as Flink's 409 (the job cannot, now)."""
+        """Run a client action (on the threads of :attr:`waits`: it may wait for the job's
+        driver, or start a program); its refusal as Flink's 409 (the job cannot, now)."""
         try:
-            return await run_in_threadpool(action)
+            return await self.waits.run_held(action)
         except UsageError as error:
             raise FlinkError(400, error.message, error) from None
         except JobError as error:
@@ -478,28 +523,43 @@ class FlinkRestApi:
         """The job's log from this machine's ``env.log.dir``, streamed; ``follow`` until
         the job ends, ``lines`` the last lines only. An error before the first chunk is an
         error answer (with the job client's error), as ``flinkish logs`` fails before it
-        prints anything."""
-        from starlette.concurrency import iterate_in_threadpool
-        from starlette.responses import StreamingResponse
+        prints anything.
 
+        A follow holds one of :attr:`follows` (503 when all are taken) and reads on its
+        threads, never the shared ones; it ends when its client goes away (within a look at
+        the log) and when the server is stopping."""
         job_id = parsing.job_id(request)
         follow = request.query_params.get("follow", "false").lower() == "true"
         lines = request.query_params.get("lines")
         if lines is not None and not lines.isdigit():
             raise FlinkError(400, f"lines must be a whole number, not {lines[:16]!r}.")
-        chunks = self.client.log(job_id, follow, int(lines) if lines is not None else None)
+        last = int(lines) if lines is not None else None
+        slot = self.follows.slot()
+        slot.__enter__()  # held until the answer has ended (Following's __call__)
         try:
-            first = await run_in_threadpool(next, chunks, None)
-        except JobError as error:
-            raise FlinkError(404, error.message, error) from None
+            chunks = self.client.log(job_id, follow, last, ticks=True)
+            first = await self.follows.run(next, chunks, None)
+        except BaseException as error:
+            slot.__exit__(None, None, None)
+            if isinstance(error, JobError):
+                raise FlinkError(404, error.message, error) from None
+            raise
 
         async def body() -> Any:
-            if first is not None:
+            if first:
                 yield first
-            async for chunk in iterate_in_threadpool(chunks):
-                yield chunk
+            while not self.stopping.is_set():
+                chunk = await self.follows.run(next, chunks, None)
+                if chunk is None:
+                    return
+                if chunk:
+                    yield chunk
 
-        return StreamingResponse(body(), media_type="text/plain; charset=utf-8")
+        async def ended() -> None:
+            await self.follows.run(chunks.close)
+            slot.__exit__(None, None, None)
+
+        return Following(body(), ended, media_type="text/plain; charset=utf-8")
 
     async def registry_savepoints(self, request: Request) -> Response:
         """Every job's savepoint records, newest first."""

@@ -75,7 +75,33 @@ async def savepoint_body(
     """A savepoint-taking request's body (stop, savepoint): its fields, its trigger id (the
     caller's, if any) and its format type."""
     data = await body(request, {**allowed, "triggerId": (str,), "formatType": (str,)}, name)
+    for key in TARGET_KEYS:
+        savepoint_target(data, key)
     return data, trigger_id(data), choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
+
+
+#: The fields of Flink's savepoint-taking requests that name the savepoint's directory.
+TARGET_KEYS = ("target-directory", "targetDirectory")
+
+
+def savepoint_target(data: dict, key: str) -> None:
+    """Flink's 400 for a savepoint directory given over REST that is relative (it would be
+    resolved against the server's working directory, not the sender's) or holds a control
+    character (a NUL, a line break)."""
+    value = data.get(key)
+    if value is None:
+        return
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise FlinkError(
+            400, f"The savepoint target ({key}) holds a control character: name a directory."
+        )
+    if "://" not in value and not value.startswith("/"):
+        raise FlinkError(
+            400,
+            f"The savepoint target ({key}) {value[:64]!r} is a relative path, which would be "
+            "resolved against flinkish web's working directory: give an absolute path or a "
+            "URI (file://, s3://, hdfs://).",
+        )
 
 
 def request_timeout(request: Request) -> float:

@@ -9,15 +9,27 @@ documented ``Config(http=<protocol class>)`` seam); the handlers never see a con
   408 and closed; one that sent nothing is closed silently (a browser's pre-opened socket).
   uvicorn times out only idle keep-alive connections, so a client sending its headers a
   byte at a time held its connection forever.
-- **A cap on connections** (``flinkish.web.max-connections``): past it, the connection that
-  has waited longest for its request's headers is closed, so slow clients cannot crowd out
-  the ones that send whole requests; when every connection is busy, the new one is answered
-  503 and closed.
+- **An answer sent before the request was read whole** (a refusal before the body: 413,
+  403, 401, 404): the connection is not kept for another request. The server stops writing
+  (``FIN``), reads and discards what the client still sends for at most
+  :data:`LINGER_SECONDS` (within ``flinkish.web.body-timeout``), so the client reads the
+  answer instead of a reset, then closes. uvicorn cancels its keep-alive timer when body
+  bytes arrive, so such a connection was otherwise held for as long as the client liked.
+- **A client that stops reading** an answer (the socket's buffer full) is closed after
+  ``flinkish.web.body-timeout``.
+- **A cap on connections** (``flinkish.web.max-connections``): past it, a connection that is
+  neither reading a head nor being served is closed first (one lingering after an early
+  answer, then one idle between requests, the oldest of each), then the one that has waited
+  longest for its request's headers, so slow clients cannot crowd out the ones that send
+  whole requests; when every connection is being served, the new one is answered 503 and
+  closed.
 - **Malformed requests** (a bad request line, header or framing, or a target uvicorn cannot
   decode) are answered 400 with Flink's error JSON instead of uvicorn's plain text, and
   never reach the application.
 
-Request bodies are timed by the guard (:mod:`.security`), where the body is read.
+Every state of a connection has its deadline: the head's (above), the body's (the guard,
+:mod:`.security`, where the body is read), the linger after an early answer, the stalled
+write; a request being served is bounded by its handler.
 """
 
 from __future__ import annotations
@@ -35,18 +47,26 @@ from flinkish_cli.web.replies import raw_error
 log = logging.getLogger("flinkish.web")
 
 
+#: The longest an early answer's connection is read (and what arrives discarded) before it
+#: is closed; never longer than ``flinkish.web.body-timeout``.
+LINGER_SECONDS = 2.0
+
+
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's head and a connection cap;
-    configured per server by :func:`guarded_protocol`."""
+    """uvicorn's h11 protocol with a deadline in every state of a connection and a
+    connection cap; configured per server by :func:`guarded_protocol`."""
 
     header_timeout: ClassVar[float] = 10.0
+    body_timeout: ClassVar[float] = 30.0
     max_connections: ClassVar[int] = 512
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._stall_deadline: asyncio.TimerHandle | None = None
         self._waiting_since = 0.0
         self._received = False
+        self._lingering = False
 
     # -- the deadline for a request's head --------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -57,9 +77,12 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_deadline()
+        self._cancel_stall_deadline()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:  # what follows an early answer: read and dropped
+            return
         self._received = True
         super().data_received(data)
 
@@ -74,14 +97,19 @@ class GuardedH11Protocol(H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing() and self._waiting_for_head():
+        if self.transport.is_closing() or not self._cycle_done():
+            return  # closed, or a pipelined request is being served
+        if self.conn.their_state is h11.IDLE:
             self._await_head()
+        else:  # answered before the request was read whole: end the connection
+            self._linger()
+
+    def _cycle_done(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
 
     def _waiting_for_head(self) -> bool:
         """True while the current request's line and headers are not all in."""
-        return self.conn.their_state is h11.IDLE and (
-            self.cycle is None or self.cycle.response_complete
-        )
+        return not self._lingering and self.conn.their_state is h11.IDLE and self._cycle_done()
 
     def _await_head(self) -> None:
         self._cancel_head_deadline()
@@ -106,20 +134,68 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.write(raw_error(408, "Request Timeout", message))
         self.transport.close()
 
+    # -- after an early answer ---------------------------------------------------------------
+    def _linger(self) -> None:
+        """Stop writing, drop what the client still sends, close within the linger."""
+        self._lingering = True
+        self._unset_keepalive_if_required()
+        self._cancel_head_deadline()
+        self._waiting_since = self.loop.time()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        linger = min(LINGER_SECONDS, self.body_timeout)
+        self._head_deadline = self.loop.call_later(linger, self._close)
+
+    def _close(self) -> None:
+        self._head_deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    # -- a client that stops reading --------------------------------------------------------
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._cancel_stall_deadline()
+        self._stall_deadline = self.loop.call_later(self.body_timeout, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._cancel_stall_deadline()
+        super().resume_writing()
+
+    def _cancel_stall_deadline(self) -> None:
+        if self._stall_deadline is not None:
+            self._stall_deadline.cancel()
+            self._stall_deadline = None
+
+    def _stalled(self) -> None:
+        self._stall_deadline = None
+        log.warning("A client read nothing of its answer for %g s: closing", self.body_timeout)
+        self.transport.abort()  # its buffer is full: nothing more can be written
+
     # -- the cap on connections -------------------------------------------------------------
+    def _eviction_rank(self) -> int | None:
+        """Which connections go first past the cap: 0 lingering after an early answer, 1 idle
+        between requests, 2 reading a head slowly; None while its request is served."""
+        if self._lingering:
+            return 0
+        if self._waiting_for_head():
+            return 2 if self._received else 1
+        return None
+
     def _keep_within_cap(self) -> None:
         if len(self.connections) <= self.max_connections:
             return
         open_ = [c for c in self.connections if not c.transport.is_closing()]
         if len(open_) <= self.max_connections:
             return
-        waiting = [
-            c
+        ranked = [
+            (rank, c._waiting_since, id(c), c)
             for c in open_
-            if c is not self and isinstance(c, GuardedH11Protocol) and c._waiting_for_head()
+            if c is not self
+            and isinstance(c, GuardedH11Protocol)
+            and (rank := c._eviction_rank()) is not None
         ]
-        if waiting:
-            oldest = min(waiting, key=lambda c: c._waiting_since)
+        if ranked:
+            oldest = min(ranked)[3]
             oldest._cancel_head_deadline()
             oldest.transport.close()
             return
@@ -130,6 +206,12 @@ class GuardedH11Protocol(H11Protocol):
         )
         self.transport.write(raw_error(503, "Service Unavailable", message))
         self.transport.close()
+
+    # -- upgrades ---------------------------------------------------------------------------
+    def _unsupported_upgrade_warning(self) -> None:
+        """An ``Upgrade`` header is served as plain HTTP (the server takes no upgrades):
+        nothing logged, so a client cannot fill the log with uvicorn's advice to install a
+        WebSocket library."""
 
     # -- malformed requests -----------------------------------------------------------------
     def send_400_response(self, msg: str) -> None:
@@ -154,7 +236,13 @@ def _no_delay(transport: asyncio.Transport) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-def guarded_protocol(header_timeout: float, max_connections: int) -> type[GuardedH11Protocol]:
+def guarded_protocol(
+    header_timeout: float, max_connections: int, body_timeout: float = 30.0
+) -> type[GuardedH11Protocol]:
     """The protocol class for one server, with its limits."""
-    limits = {"header_timeout": header_timeout, "max_connections": max_connections}
+    limits = {
+        "header_timeout": header_timeout,
+        "max_connections": max_connections,
+        "body_timeout": body_timeout,
+    }
     return type("GuardedH11Protocol", (GuardedH11Protocol,), limits)

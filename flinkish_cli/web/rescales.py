@@ -7,8 +7,13 @@
   (and the Flink Kubernetes Operator's autoscaler's). A flinkish job has one parallelism,
   so the largest upper bound asked for is the job's new parallelism; the job is rescaled in
   place through the job client (the same JobID: a savepoint, the state repartitioned, the
-  driver restarted at the new parallelism). 200 once the old driver has stopped with its
-  savepoint; the rescale then goes on, and the history says how it ended.
+  driver restarted at the new parallelism). Answered at once, as Flink answers (200), with
+  the rescale's trigger id as ``request-id``; no request waits for the job.
+  ``GET /jobs/:jobid/resource-requirements/:triggerid`` polls it as Flink's triggers are
+  polled: IN_PROGRESS, then COMPLETED with the rescale's savepoint once the old driver has
+  stopped with it (or the job's refusal as an error); the rescale then goes on, and the
+  history says how it ended. Refused (403) when ``web.rescale.enable`` or
+  ``web.cancel.enable`` is false: a rescale changes the job.
 - ``GET /flinkish/registry/jobs/:jobid/rescales``: the history as the registry holds it, for
   flinkish's CLI through the endpoint (``list --output json``) and the dashboard's
   Autoscaler tab.
@@ -29,13 +34,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from flinkish_cli.client import wire
-from flinkish_cli.client.jobs import JobClient
+from flinkish_cli.client.jobs import JobClient, is_trigger_id
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.web import parsing
 from flinkish_cli.web.flink_json import stats_summary, vertex_id
 from flinkish_cli.web.replies import JSON_TYPE, FlinkError, ok
+from flinkish_cli.web.settings import WebSettings
 
 #: Flink's terminal states of a rescale, for each outcome (None: not ended).
 TERMINAL = {
@@ -165,14 +171,20 @@ def requested_parallelism(data: dict[str, Any]) -> int:
 class RescaleRoutes:
     """The rescale routes over one job client."""
 
-    def __init__(self, client: JobClient) -> None:
+    def __init__(self, client: JobClient, settings: WebSettings) -> None:
         self.client = client
+        self.settings = settings
 
     def routes(self) -> list[Route]:
         job = "/jobs/{jobid}"
         return [
             Route(f"{job}/resource-requirements", self.get_requirements, methods=["GET"]),
             Route(f"{job}/resource-requirements", self.put_requirements, methods=["PUT"]),
+            Route(
+                f"{job}/resource-requirements/{{triggerid}}",
+                self.rescale_status,
+                methods=["GET"],
+            ),
             Route(f"{job}/rescales/history", self.history, methods=["GET"]),
             Route(f"{job}/rescales/overview", self.overview, methods=["GET"]),
             Route(f"{job}/rescales/summary", self.summary, methods=["GET"]),
@@ -200,18 +212,40 @@ class RescaleRoutes:
         """Rescales the job to the largest upper bound the requirements sent ask for
         (through a savepoint)."""
         job_id = parsing.job_id(request)
+        if not self.settings.rescale_allowed:
+            key = "web.cancel.enable" if not self.settings.cancel_enabled else "web.rescale.enable"
+            raise FlinkError(403, f"Rescaling jobs is disabled ({key} is false on this server).")
         raw = await parsing.json_object(request, "JobResourceRequirementsBody")
         parallelism = requested_parallelism(raw)
+        ttl = parsing.request_timeout(request)
         await self._status(job_id)  # a job that is not there: 404, as Flink answers
+        reason = "Resource requirements set over REST."
         try:
-            await run_in_threadpool(
-                self.client.rescale, job_id, parallelism, "Resource requirements set over REST."
+            trigger = await run_in_threadpool(
+                lambda: self.client.rescale_detached(job_id, parallelism, reason, ttl=ttl)
             )
         except UsageError as error:
             raise FlinkError(400, error.message, error) from None
         except JobError as error:
             raise FlinkError(409, error.message, error) from None
-        return ok({})
+        return ok({"request-id": trigger})
+
+    async def rescale_status(self, request: Request) -> Response:
+        """Where a rescale asked for by :meth:`put_requirements` stands."""
+        job_id, trigger = parsing.job_id(request), request.path_params["triggerid"].lower()
+        unknown = f"There is no rescale operation with triggerId={trigger[:64]} for job {job_id}."
+        if not is_trigger_id(trigger):
+            raise FlinkError(404, unknown)
+        await self._status(job_id)
+        result = await run_in_threadpool(self.client.trigger_result, job_id, trigger)
+        if result is None:
+            raise FlinkError(404, unknown)
+        if not result.done:
+            return ok({"status": {"id": "IN_PROGRESS"}})
+        if not result.ok:
+            raise FlinkError(500, f"The rescale of job {job_id} failed: {result.error}")
+        savepoint = str(result.result.get("savepoint") or "")
+        return ok({"status": {"id": "COMPLETED"}, "operation": {"savepoint": savepoint}})
 
     async def document(self, request: Request) -> Response:
         """The history as the registry holds it (for flinkish's CLI and dashboard)."""

@@ -19,7 +19,14 @@ refuses, in this order, each with Flink's error JSON:
    page and its assets need none: they hold no job data). Any header bytes are compared as
    bytes: a malformed token is a 401, never a 500.
 4. **A body too large or too slow** (413 past ``rest.server.max-content-length``, 400 for a
-   malformed ``Content-Length``, 408 after ``flinkish.web.body-timeout``).
+   malformed ``Content-Length``, 408 when it is not all in ``flinkish.web.body-timeout``
+   after its first read).
+
+Before these, a request with two of a header these rules read (``Host``, ``Origin``,
+``Referer``, ``Content-Type``, ``Authorization``) is a 400: which one a rule read and which
+one the framework behind it reads must not differ. A WebSocket scope is closed unanswered
+(the server takes no upgrades, and no route is one). A refusal answered before the body
+was read ends the connection (:mod:`.protocol`).
 
 Every answer gets :data:`~.replies.SECURITY_HEADERS` (no framing, no inline script, no
 sniffing, no referrer) and, but for the page's static assets, ``Cache-Control: no-store``;
@@ -46,6 +53,16 @@ from flinkish_cli.web.settings import WebSettings
 log = logging.getLogger("flinkish.web")
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+#: Headers the rules read, each allowed once: with two, which one a rule reads and which one
+#: a framework behind it reads could differ (a 400 instead).
+SINGLE_HEADERS = {
+    "host": "Host",
+    "origin": "Origin",
+    "referer": "Referer",
+    "content-type": "Content-Type",
+    "authorization": "Authorization",
+}
 JSON_MEDIA_TYPE = "application/json"
 
 
@@ -86,14 +103,24 @@ class Guard:
         self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":  # no route is one; the server takes no upgrades
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # the lifespan
             await self.app(scope, receive, send)
             return
         send = self._with_headers(scope, send)
         headers: dict[str, bytes] = {}
-        for name, value in scope.get("headers", []):
-            headers.setdefault(name.decode("latin-1").lower(), value)
+        twice: list[str] = []
+        for raw_name, value in scope.get("headers", []):
+            name = raw_name.decode("latin-1").lower()
+            if name in headers and name in SINGLE_HEADERS:
+                twice.append(name)
+            headers.setdefault(name, value)
         try:
+            if twice:
+                shown = SINGLE_HEADERS[twice[0]]
+                raise Refused(400, f"Bad request: the {shown} header is given more than once.")
             host = self._check_host(scope, headers)
             if scope["method"] == "OPTIONS" and self._preflight(headers):
                 await _answer(scope, receive, send, 204, None, self._preflight_headers())
@@ -226,15 +253,20 @@ class Guard:
 
     # -- the body and the application -------------------------------------------------------
     def _timed_body(self, receive: Receive, length: int) -> Receive:
+        """The body, read within ``flinkish.web.body-timeout`` in all (from its first read:
+        a client sending a byte now and then is as slow as one that sends nothing)."""
         limit, timeout = self.settings.max_body, self.settings.body_timeout
         received, complete = 0, False
+        deadline: float | None = None
 
         async def receiving() -> Message:
-            nonlocal received, complete
+            nonlocal received, complete, deadline
             if complete:
                 return await receive()
+            now = asyncio.get_running_loop().time()
+            deadline = now + timeout if deadline is None else deadline
             try:
-                message = await asyncio.wait_for(receive(), timeout)
+                message = await asyncio.wait_for(receive(), max(deadline - now, 0.001))
             except asyncio.TimeoutError:
                 raise BodyTimeout from None
             if message["type"] == "http.request":

@@ -16,7 +16,10 @@ class WebSettings:
     token: str | None = None
     #: the Connect address of the session cluster this endpoint fronts (``sc://host:port``)
     session_cluster: str | None = None
+    #: ``web.cancel.enable``: false refuses every request that changes a job
     cancel_enabled: bool = True
+    #: ``web.rescale.enable`` (rescales also need :attr:`cancel_enabled`)
+    rescale_enabled: bool = True
     #: ``web.submit.enable``: programs uploaded and run (only where a session cluster is)
     submit_enabled: bool = False
     #: ``flinkish.web.submit.warm-runner``: submitted jobs start in a process started ahead
@@ -33,6 +36,15 @@ class WebSettings:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     max_connections: int = 512
+    max_follows: int = 64
+    shutdown_timeout: float = 10.0
+    #: how long an uploaded program that is not run is kept (seconds)
+    upload_timeout: float = 600.0
+
+    @property
+    def rescale_allowed(self) -> bool:
+        """Whether rescales are taken: ``web.rescale.enable`` and ``web.cancel.enable``."""
+        return self.cancel_enabled and self.rescale_enabled
 
     @classmethod
     def from_config(cls, config: Any, version: str) -> WebSettings:
@@ -47,6 +59,7 @@ class WebSettings:
             token=str(token) if token else None,
             session_cluster=str(session) if session else None,
             cancel_enabled=bool(config.get("web.cancel.enable")),
+            rescale_enabled=bool(config.get("web.rescale.enable")),
             submit_enabled=bool(config.get("web.submit.enable")),
             warm_runner=bool(config.get("flinkish.web.submit.warm-runner")),
             upload_dir=str(config.get("env.log.dir")),
@@ -58,4 +71,7 @@ class WebSettings:
             header_timeout=config.get("flinkish.web.header-timeout").total_seconds(),
             body_timeout=config.get("flinkish.web.body-timeout").total_seconds(),
             max_connections=int(config.get("flinkish.web.max-connections")),
+            max_follows=int(config.get("flinkish.web.max-follows")),
+            shutdown_timeout=config.get("flinkish.web.shutdown-timeout").total_seconds(),
+            upload_timeout=config.get("flinkish.web.upload-timeout").total_seconds(),
         )

@@ -43,6 +43,9 @@ from tests.fixtures.flinkish_env import FlinkishEnv
 from tests.fixtures.web_server import WebServer, running_web
 from tests.savepoints.checkpoints import fake_checkpoint
 
+#: The server's token (web.submit.enable needs one), in the configuration by reference.
+TOKEN = "transports-token-0123456789abcdef"
+
 
 @dataclass
 class Outcome:
@@ -85,10 +88,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     env = FlinkishEnv.under(tmp_path_factory.mktemp("transports"))
     env.logs.mkdir()
     (env.root / "job.py").write_text("print('a new program')\n")
-    # it takes programs (an upgrade goes there), for a session cluster that is not there
+    # it takes programs (an upgrade goes there), for a session cluster that is not there;
+    # that needs a token, which the CLI's configuration names as the server's does
+    token = env.root / "web-token"
+    token.write_text(TOKEN)
+    token.chmod(0o600)
+    env.write_conf({"flinkish.web.auth-token": f"${{file:{token}}}"})
     takes_programs = ["-D", "web.submit.enable=true", "-D", "flinkish.web.submit.warm-runner=false"]
     takes_programs += ["-D", f"flinkish.web.session-cluster=sc://127.0.0.1:{_free_port()}"]
     with running_web(env, *takes_programs) as web:
+        web.token = TOKEN
         yield World(env, web, JobRegistry.open(str(env.checkpoints)))
 
 
@@ -342,6 +351,12 @@ def test_an_endpoint_that_cannot_serve_is_one_error_never_storage(
     other = FlinkishEnv.under(tmp_path / "other")
     monkeypatch.setenv("WEB_TOKEN", secrets.token_hex(16))
     token = ["-D", "flinkish.web.auth-token=${env:WEB_TOKEN}"]
+    tokenless = tmp_path / "conf-without-token"  # the module's names the world's token
+    tokenless.mkdir()
+    lines = (world.env.conf_dir / "flink-conf.yaml").read_text().splitlines()
+    kept = [line for line in lines if not line.startswith("flinkish.web.auth-token")]
+    (tokenless / "flink-conf.yaml").write_text("\n".join(kept) + "\n")
+    monkeypatch.setenv("FLINK_CONF_DIR", str(tokenless))
     with (
         _another_http_server() as foreign,
         running_web(other) as other_web,
@@ -468,7 +483,8 @@ def test_flinks_cli_and_flinkishs_list_the_same_jobs_through_the_endpoint(
     world.job()
     world.ended(JobState.CANCELED)
     m = ("-m", world.web.address)
-    theirs = run_flink(flink, "list", "-a", *m)
+    headers = {"FLINK_REST_CLIENT_HEADERS": f"Authorization:Bearer {TOKEN}"}
+    theirs = run_flink(flink, "list", "-a", *m, environ=headers)
     assert theirs.returncode == 0, theirs.stdout + theirs.stderr
     ours = cli("list", "-a", *m)
 

@@ -95,7 +95,8 @@ class CountingJob(CountingInput):
 
 
 def _rescale(env: FlinkishEnv, job_id: str, parallelism: int) -> str:
-    """What ``PUT /jobs/:jobid/resource-requirements`` does: the job client's rescale."""
+    """What ``PUT /jobs/:jobid/resource-requirements`` asks for, waited for here: the job
+    client's rescale (the route sends it detached and answers with its trigger)."""
     from flinkish_cli.client.jobs import JobClient
     from flinkish_cli.config import load_configuration
 

@@ -32,6 +32,9 @@ from flinkish_cli.submission.submit import RunRequest
 from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of
 from tests.fixtures.web_server import WebServer, running_web
 
+#: The submitting servers' token (web.submit.enable needs one).
+TOKEN = "submit-token-0123456789abcdef"
+
 JOB = """
 import os, sys
 from pyspark.sql import SparkSession
@@ -134,9 +137,15 @@ def submitting_web(
     tmp_path_factory: pytest.TempPathFactory, connect_server: str
 ) -> Iterator[tuple[FlinkishEnv, WebServer]]:
     env = FlinkishEnv.under(tmp_path_factory.mktemp("submit"))
+    # web.submit.enable needs a token: the CLI's configuration names it as the server's does
+    token = env.root / "web-token"
+    token.write_text(TOKEN)
+    token.chmod(0o600)
+    env.write_conf({"flinkish.web.auth-token": f"${{file:{token}}}"})
     options = ["-D", f"flinkish.web.session-cluster={connect_server}"]
     options += ["-D", "web.submit.enable=true"]
     with running_web(env, *options, environ={"SERVER_SECRET": "s3cr3t"}) as web:
+        web.token = TOKEN
         yield env, web
 
 
@@ -254,6 +263,7 @@ def test_an_upgrade_goes_on_without_its_cli_and_a_stopping_server_finishes_it(
     options = ["-D", f"flinkish.web.session-cluster={connect_server}"]
     options += ["-D", "web.submit.enable=true", "-D", "flinkish.web.submit.warm-runner=false"]
     with running_web(env, *options) as other:
+        other.token = TOKEN
         upgrading = subprocess.Popen(
             [sys.executable, "-m", "flinkish_cli", "upgrade", "-m", other.address,
              "--upgrade-mode", "stateless", "-D", "flinkish.upgrade.readiness.timeout=4 s",

@@ -4,7 +4,8 @@ The registry holds a running job whose rescale history its driver wrote (with th
 registry's own API): a completed scale-up, a rolled-back one, a metrics-only decision and
 one under way. ``flinkish web`` answers Flink's rescale history, overview, summary and
 details from it, and Flink's ``/resource-requirements``; a ``PUT`` of new requirements
-reaches the job's control channel (the FakeDriver) as a rescale to the largest upper bound.
+reaches the job's control channel (the FakeDriver) as a rescale to the largest upper bound,
+answered at once with a trigger that is polled.
 Bad requests get Flink's ``{"errors": [...]}`` and reach nothing.
 """
 
@@ -105,8 +106,18 @@ def test_resource_requirements_read_and_set(web: WebServer, job: FakeDriver) -> 
     assert {v["parallelism"]["upperBound"] for v in requirements.values()} == {2}
     asked = {vertex: {"parallelism": {"lowerBound": 1, "upperBound": 5}} for vertex in requirements}
     reply = web.request("PUT", f"/jobs/{JOB}/resource-requirements", body=asked)
-    assert reply.status == 200, reply
+    assert reply.status == 200, reply  # at once, with the rescale's trigger
+    trigger = reply.json()["request-id"]
+    deadline, polled = time.monotonic() + 20, None
+    while time.monotonic() < deadline:
+        polled = web.get(f"/jobs/{JOB}/resource-requirements/{trigger}").json()
+        if polled["status"]["id"] == "COMPLETED":
+            break
+        time.sleep(0.05)
+    assert polled is not None and polled["status"]["id"] == "COMPLETED", polled
     assert job.rescaled_to == 5
+    unknown = web.get(f"/jobs/{JOB}/resource-requirements/{'0' * 32}")
+    assert unknown.status == 404 and len(unknown.json()["errors"]) == 1
     missing = web.request("PUT", f"/jobs/{'0' * 32}/resource-requirements", body=asked)
     assert missing.status == 404 and len(missing.json()["errors"]) == 1
 

@@ -117,7 +117,7 @@ def test_job_list_and_overview_in_flinks_fields(web: WebServer) -> None:
     )
     config = _ok(web, "/config")
     assert config["features"] == {
-        "web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False,
+        "web-submit": False, "web-cancel": True, "web-rescale": True, "web-history": False,
     }  # fmt: skip
     assert config["refresh-interval"] == 3000
 

@@ -29,6 +29,7 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
     config = load_config(conf_dir, dynamic)
     try:
         from flinkish_cli.web.app import WebSettings, create_app
+        from flinkish_cli.web.limits import Stopping
         from flinkish_cli.web.server import bind, serve
     except ImportError as error:
         raise UsageError(
@@ -39,12 +40,14 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
     from flinkish_cli.registry.logroll import roll_own_stderr
 
     settings = WebSettings.from_config(config, __version__)
-    sock = bind(str(config.get("rest.bind-address")), config.get("rest.bind-port"), settings.token)
+    address, ports = str(config.get("rest.bind-address")), config.get("rest.bind-port")
+    sock = bind(address, ports, settings.token, settings.submit_enabled)
     client = JobClient(config, keep_reads=True).open()
     roll_own_stderr(config)
     if settings.submit_enabled and settings.session_cluster and settings.warm_runner:
         client.keep_warm_runner()  # submitted programs start in a process started ahead
+    stopping = Stopping()
     try:
-        serve(create_app(client, settings), sock, settings, echo)
+        serve(create_app(client, settings, stopping), sock, settings, echo, stopping)
     finally:
         client.close()
