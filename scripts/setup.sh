@@ -65,6 +65,11 @@ if [ "${1:-}" = "--test" ]; then
   fi
   .venv/bin/python -c 'from benchmarks.flink import install, venv_dir; install(venv_dir())' ||
     echo "WARNING: Apache Flink's CLI could not be installed; its tests will say why." >&2
+  # The tests' single-node HDFS (start-cluster.sh --hdfs): Hadoop's MiniDFSCluster jars of
+  # pyspark's Hadoop, resolved with mvn once (about a minute) into flinkish's cache, and its
+  # launcher compiled; instant when cached. Without Maven the HDFS tests say why.
+  PYTHON=.venv/bin/python scripts/hdfs-classpath.sh >/dev/null ||
+    echo "WARNING: the single-node HDFS's jars could not be resolved; its tests will say why." >&2
   # The tests' drivers map the class-data sharing archive: wait for it.
   .venv/bin/python -m flinkish_cli.spark.cds || true
 fi
