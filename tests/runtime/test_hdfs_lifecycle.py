@@ -123,3 +123,39 @@ def test_run_savepoint_stop_resume_rescaled_on_hdfs(
         env.run("cancel", resumed, check=True)
         cycle.check_exactly_once()
         assert f"checkpoints/{resumed}/_flinkish/status.json" in hdfs.ls(root)
+
+
+def test_a_namenode_restart_under_a_running_job_restarts_it_exactly_once(
+    flinkish_env: FlinkishEnv, hdfs_cluster: Hdfs
+) -> None:
+    """The NameNode (and DataNode) stop under a running job and start again on the same files
+    and port: the job's next checkpoint write fails, so the job fails over and, under its
+    restart strategy, starts again from its latest checkpoint once HDFS answers; the input
+    that arrived meanwhile is processed exactly once."""
+    env, cycle, hdfs = flinkish_env, Cycle(flinkish_env), hdfs_cluster
+    restarts = {
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "60",
+        "restart-strategy.fixed-delay.delay": "3 s",
+    }
+    with _on_hdfs(env, hdfs, **restarts):
+        cycle.add_input(2)
+        job = cycle.start()
+        cycle.wait_until_all_processed()
+        hdfs.stop()
+        try:
+            cycle.add_input(2)  # the job sees it while HDFS is down
+            deadline = time.monotonic() + 120
+            while not (env.root / "log").exists() or "Could not write" not in "".join(
+                p.read_text(errors="replace") for p in (env.root / "log").glob(f"*{job}*.log")
+            ):
+                assert time.monotonic() < deadline, "the job never met the stopped NameNode"
+                time.sleep(1)
+        finally:
+            hdfs.start()
+        cycle.add_input(1)
+        cycle.wait_until_all_processed(timeout=300)
+        listed = _wait_for_state(env, job, "RUNNING")
+        assert listed["restarts"] >= 1, listed  # failed over, not waited
+        env.run("cancel", job, check=True)
+        cycle.check_exactly_once()
