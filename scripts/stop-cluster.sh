@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop everything scripts/start-cluster.sh started from the same directory, like Flink's
 # bin/stop-cluster.sh: flinkish web, the Spark Connect server of a session cluster (and the
-# Python workers it runs), the standalone worker (and the executors it runs), then the master.
+# Python workers it runs), the standalone worker (and the executors it runs), the master, then
+# the Kafka broker of --kafka.
 # Stopping flinkish web never touches a job.
 #
 # Each daemon runs in a process group of its own whose id is the pid in its pid file; the
@@ -37,6 +38,7 @@ group_alive() {
 is_ours() {  # is_ours ROLE PID: PID is that daemon (guards against a recycled pid)
   local pattern='org\.apache\.spark\.deploy\.'
   [ "$1" != web ] || pattern='flinkish_cli web'
+  [ "$1" != kafka ] || pattern='kafka\.Kafka '
   [ -r "/proc/$2/cmdline" ] && tr '\0' ' ' <"/proc/$2/cmdline" | grep -q "$pattern"
 }
 
@@ -44,12 +46,13 @@ name_of() {
   case "$1" in
     connect) echo "Spark Connect server" ;;
     web) echo "flinkish web" ;;
+    kafka) echo "Kafka broker" ;;
     *) echo "Spark $1" ;;
   esac
 }
 
 stopped=0
-for role in web connect worker master; do
+for role in web connect worker master kafka; do
   pidfile="$dir/$role.pid"
   [ -f "$pidfile" ] || continue
   name=$(name_of "$role")
@@ -81,5 +84,5 @@ for role in web connect worker master; do
   fi
   rm -f "$pidfile"
 done
-rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock"
+rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock" "$dir/kafka.bootstrap"
 [ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

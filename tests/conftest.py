@@ -36,6 +36,8 @@ pytest_plugins = [
     "tests.fixtures.spark_cluster",
     # connect_server: a real session cluster, a Spark Connect server (start-cluster.sh --session)
     "tests.fixtures.connect_server",
+    # Kafka: one real broker for the run (kafka_broker, kafka_topic); tests/fixtures/kafka_broker.py
+    "tests.fixtures.kafka_broker",
     # flink: Apache Flink's own CLI (bin/flink), the reference client of flinkish web
     "tests.fixtures.flink_cli",
     # FLINKISH_TEST_CPU=FILE: each test's CPU, every process it starts included
@@ -61,8 +63,9 @@ SHARED_CLUSTER_MODULES = frozenset(
 #: Their group's name.
 SHARED_GROUP = "shared-clusters"
 #: Packages whose modules share one fixture of a wider scope, so run on one worker together:
-#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py).
-SHARED_PACKAGES = {"jobs"}
+#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py); the Kafka tests and
+#: their one broker (tests/fixtures/kafka_broker.py).
+SHARED_PACKAGES = {"jobs", "kafka"}
 
 
 def group_of(nodeid: str) -> str:

@@ -221,6 +221,9 @@ def mvn_reason(output: str) -> str:
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in output.splitlines()]
     errors = [line.removeprefix("[ERROR]").strip() for line in lines if line.startswith("[ERROR]")]
     errors = [line for line in errors if line]
+    for line in lines:
+        if line.startswith("[FATAL]"):
+            return line.removeprefix("[FATAL]").strip()
     for line in errors:
         match = re.search(r"(Could not (?:find|resolve|transfer) artifact [^:]+:[^ ]+.*)", line)
         if match:
