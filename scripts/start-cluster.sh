@@ -5,6 +5,9 @@
 #   --session               a session cluster: a Spark Connect server over local[N];
 #                           last line sc://127.0.0.1:PORT (flinkish run -m sc://127.0.0.1:PORT)
 #   --session --standalone  a master, a worker and a Connect server over them; last line sc://...
+#   --kafka                 a single-node Kafka broker (KRaft) alone, from Maven's jars; last
+#                           line bootstrap.servers: 127.0.0.1:PORT (scripts/kafka-broker.sh
+#                           --help: --kafka-port, --kafka-controller-port, --kafka-conf)
 # and, as Flink's starts the JobManager with its REST API and web UI, flinkish web (the REST
 # API, dashboard and /metrics) on 127.0.0.1:REST_PORT, in front of the session cluster: then
 # 'flinkish run -m 127.0.0.1:REST_PORT' (or Flink's CLI with that -m) reaches the cluster.
@@ -82,6 +85,15 @@ hdfs=0
 hdfs_port=${FLINKISH_HDFS_PORT:-8020}
 hdfs_http_port=${FLINKISH_HDFS_HTTP_PORT:-9870}
 hdfs_heap=${FLINKISH_HDFS_HEAP:-512m}
+
+# --kafka: the Kafka broker, started by scripts/kafka-broker.sh with the other options.
+for arg in "$@"; do
+  if [ "$arg" = --kafka ]; then
+    kafka_args=()
+    for other in "$@"; do [ "$other" = --kafka ] || kafka_args+=("$other"); done
+    exec "$(dirname "$0")/kafka-broker.sh" ${kafka_args[@]+"${kafka_args[@]}"}
+  fi
+done
 
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -38,6 +38,8 @@ pytest_plugins = [
     "tests.fixtures.connect_server",
     # hdfs_cluster: a real single-node HDFS (start-cluster.sh --hdfs), one for the whole run
     "tests.fixtures.hdfs",
+    # Kafka: one real broker for the run (kafka_broker, kafka_topic); tests/fixtures/kafka_broker.py
+    "tests.fixtures.kafka_broker",
     # flink: Apache Flink's own CLI (bin/flink), the reference client of flinkish web
     "tests.fixtures.flink_cli",
     # FLINKISH_TEST_CPU=FILE: each test's CPU, every process it starts included
@@ -71,8 +73,9 @@ HDFS_MODULES = frozenset(
 )
 HDFS_GROUP = "hdfs"
 #: Packages whose modules share one fixture of a wider scope, so run on one worker together:
-#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py).
-SHARED_PACKAGES = {"jobs"}
+#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py); the Kafka tests and
+#: their one broker (tests/fixtures/kafka_broker.py).
+SHARED_PACKAGES = {"jobs", "kafka"}
 
 
 def group_of(nodeid: str) -> str:

@@ -1113,6 +1113,16 @@ OPTIONS: tuple[Option, ...] = (
         "('requirements.txt#cache_dir' installs offline) (run -pyreq).",
         RUNTIME,
     ),
+    Option(
+        "flinkish.connectors",
+        List(",;"),
+        D,
+        "Connectors flinkish resolves for the installed Spark and ships with the job, as "
+        "pipeline.jars: 'kafka' (Spark's Kafka source and sink). Resolved with Maven once "
+        "(the machine's Maven settings), then from the cache; spark.jars.packages is resolved "
+        "the same way.",
+        RUNTIME,
+    ),
     # -- S3 --------------------------------------------------------------------------------
     Option(
         "s3.endpoint",

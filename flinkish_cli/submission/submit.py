@@ -27,7 +27,7 @@ from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.runtime.warm import WarmRunner
-from flinkish_cli.spark import cds
+from flinkish_cli.spark import cds, connectors
 from flinkish_cli.spark.install import check_java, pyspark_home
 from flinkish_cli.submission import launcher, packaging
 from flinkish_cli.submission.pyflink import module_source, refuse_pyflink
@@ -183,7 +183,9 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         notices += [found.notice] if found.notice else []
     if deployment.session:
         check_session_cluster(deployment.master)
+        refuse_session_connectors(config)
     else:
+        ship_connectors(config, translation.conf)
         check_s3a(checkpoint_root, translation.conf)
         check_java()
     job_id = new_job_id()
@@ -407,6 +409,33 @@ def check_session_cluster(url: str, timeout: float = 3.0) -> None:
             "Start one with scripts/start-cluster.sh --session (it prints its address), or "
             "check -m / rest.address and rest.port.",
         ) from None
+
+
+def ship_connectors(config: Any, spark_conf: dict[str, str]) -> None:
+    """``flinkish.connectors`` and ``spark.jars.packages``, resolved with Maven (the machine's
+    settings; from the cache once warm) into jar files that join ``spark.jars``: Spark's own
+    Ivy resolves nothing, and a cluster never resolves anything at start."""
+    names = list(config.get("flinkish.connectors") or [])
+    packages = spark_conf.pop("spark.jars.packages", "")
+    if not names and not packages.strip():
+        return
+    found = connectors.jars(names, [packages], connectors.installed(pyspark_home()))
+    shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
+    shipped += [str(jar) for jar in found if str(jar) not in shipped]
+    spark_conf["spark.jars"] = ",".join(shipped)
+
+
+def refuse_session_connectors(config: Any) -> None:
+    """A session cluster's server loads its connectors when it starts, not per job."""
+    names = list(config.get("flinkish.connectors") or [])
+    if names:
+        raise ConfigError(
+            f"flinkish.connectors: {', '.join(names)} cannot be added to a running session "
+            "cluster (its server loads connectors when it starts).",
+            "Start the session cluster with them: scripts/start-cluster.sh --session "
+            f"--session-conf spark.jars=$(python -m flinkish_cli.spark.connectors {names[0]}), "
+            "and run without flinkish.connectors.",
+        )
 
 
 def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:

@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.config import load_configuration
-from flinkish_cli.errors import JobError
+from flinkish_cli.errors import ConfigError, JobError
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import pyspark_home
-from flinkish_cli.submission.submit import check_session_cluster, driver_archive
+from flinkish_cli.submission.submit import (
+    check_session_cluster,
+    driver_archive,
+    refuse_session_connectors,
+    ship_connectors,
+)
 
 
 def test_a_session_cluster_that_answers_passes() -> None:
@@ -53,3 +58,26 @@ def test_the_drivers_map_the_archive_unless_class_data_sharing_is_off(
     assert f"-XX:SharedArchiveFile={archive}" in options and missing is None
     assert driver_archive(off, "client") == ([], None)
     assert driver_archive(on, "cluster") == ([], None)
+
+
+def test_connectors_and_packages_are_shipped_as_files_beside_pipeline_jars(
+    tmp_path: Path,
+) -> None:
+    """``flinkish.connectors: kafka`` becomes jar files (from Maven's cache) that join the
+    ``spark.jars`` of ``pipeline.jars``; ``spark.jars.packages`` never reaches Spark's Ivy."""
+    own = tmp_path / "own.jar"
+    own.write_bytes(b"")
+    config = load_configuration(tmp_path, ["flinkish.connectors=kafka", f"pipeline.jars={own}"])
+    spark_conf = {"spark.jars": str(own), "spark.jars.packages": ""}
+    ship_connectors(config, spark_conf)
+    shipped = spark_conf["spark.jars"].split(",")
+    assert shipped[0] == str(own)
+    assert any("spark-sql-kafka-0-10_2.13-" in jar for jar in shipped)
+    assert all(Path(jar).is_file() for jar in shipped)
+    assert "spark.jars.packages" not in spark_conf
+
+
+def test_a_session_cluster_is_told_to_load_connectors_when_it_starts(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be added to a running session cluster"):
+        refuse_session_connectors(load_configuration(tmp_path, ["flinkish.connectors=kafka"]))
+    refuse_session_connectors(load_configuration(tmp_path))
