@@ -80,11 +80,16 @@ if [ "${1:-}" = "--test" ]; then
   else
     echo "WARNING: the Kafka tests need Maven: apt-get install maven" >&2
   fi
-  # The tests' single-node HDFS (start-cluster.sh --hdfs): Hadoop's MiniDFSCluster jars of
+  # Storage: the tests' single-node HDFS (start-cluster.sh --hdfs): Hadoop's MiniDFSCluster jars of
   # pyspark's Hadoop, resolved with mvn once (about a minute) into flinkish's cache, and its
   # launcher compiled; instant when cached. Without Maven the HDFS tests say why.
   PYTHON=.venv/bin/python scripts/hdfs-classpath.sh >/dev/null ||
     echo "WARNING: the single-node HDFS's jars could not be resolved; its tests will say why." >&2
+  # Spark's S3A file system (hadoop-aws of pyspark's Hadoop and its AWS SDK bundle, about
+  # 650 MB once), which a job whose checkpoints are on S3 ships: resolved now, so that the
+  # tests' jobs start offline.
+  .venv/bin/python -m flinkish_cli.spark.connectors s3a >/dev/null ||
+    echo "WARNING: Spark's S3A file system could not be resolved; its tests will say why." >&2
   # The tests' drivers map the class-data sharing archive: wait for it.
   .venv/bin/python -m flinkish_cli.spark.cds || true
 fi

@@ -30,14 +30,19 @@ from flinkish_cli.errors import ConfigError
 from flinkish_cli.spark import maven
 from flinkish_cli.spark.maven import Coordinate
 
-#: The connectors ``flinkish.connectors`` names.
-KNOWN = ("kafka",)
+#: The connectors ``flinkish.connectors`` names (``s3a``: Hadoop's S3A file system, which
+#: flinkish also adds by itself to a job whose checkpoint directory is on S3).
+KNOWN = ("kafka", "s3a")
 SPARK_GROUP = "org.apache.spark"
 #: Spark's Kafka connector, by Spark minor version, where its own release is not served:
 #: the release that is, and that flinkish's Kafka tests pass with on that Spark.
 SERVED_FOR: dict[str, dict[str, str]] = {"kafka": {"4.3": "4.2.0"}}
 #: Spark's artifacts of each short name (``_<scala>`` is appended).
 ARTIFACTS: dict[str, tuple[str, ...]] = {"kafka": ("spark-sql-kafka-0-10",)}
+#: Hadoop's artifacts of each short name, of the installed Spark's Hadoop version: S3A is
+#: ``hadoop-aws``, which brings the AWS SDK bundle it was built with.
+HADOOP_GROUP = "org.apache.hadoop"
+HADOOP_ARTIFACTS: dict[str, tuple[str, ...]] = {"s3a": ("hadoop-aws",)}
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,14 @@ def connector_coordinates(
     name: str, spark_version: str, hadoop_version: str, scala_version: str = "2.13"
 ) -> list[Coordinate]:
     """The Maven coordinates of the connector ``name`` for that Spark (and its Hadoop)."""
+    if name in HADOOP_ARTIFACTS:
+        if not hadoop_version:
+            raise ConfigError(
+                f"flinkish.connectors: '{name}' needs Spark's Hadoop version, and the installed "
+                "Spark has no hadoop-client-api jar to read it from.",
+                "Give the jars in pipeline.jars instead.",
+            )
+        return [Coordinate(HADOOP_GROUP, a, hadoop_version) for a in HADOOP_ARTIFACTS[name]]
     if name not in ARTIFACTS:
         raise ConfigError(
             f"flinkish.connectors: '{name}' is not a connector flinkish knows.",

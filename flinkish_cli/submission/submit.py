@@ -186,7 +186,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         refuse_session_connectors(config)
     else:
         ship_connectors(config, translation.conf)
-        check_s3a(checkpoint_root, translation.conf)
+        ship_s3a(checkpoint_root, translation.conf)
         check_java()
     job_id = new_job_id()
     log_dir = Path(str(config.get("env.log.dir"))).expanduser()
@@ -438,21 +438,30 @@ def refuse_session_connectors(config: Any) -> None:
         )
 
 
-def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
-    """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
+#: Hadoop's S3A classes, for ``s3://`` as well as ``s3a://`` (Flink's scheme is ``s3://``).
+S3A_FILE_SYSTEMS = {
+    "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
+}
+
+
+def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
+    """A checkpoint directory on S3: Spark writes it through Hadoop's S3A file system, which
+    pyspark does not include. Unless the job ships it already (``pipeline.jars``,
+    ``spark.jars.packages``, ``flinkish.connectors: s3a``), flinkish ships ``hadoop-aws`` of
+    Spark's Hadoop version with the AWS SDK bundle it needs (resolved with Maven once, then
+    from the cache: :mod:`flinkish_cli.spark.connectors`), and serves ``s3://`` with S3A too,
+    so the job's paths stay as written (Flink's ``s3.*`` keys reach S3A as ``fs.s3a.*``)."""
     if not checkpoint_root.startswith(("s3://", "s3a://")):
         return
     bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
-    configured = " ".join(spark_conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
-    if bundled or "hadoop-aws" in configured:
-        return
-    raise ConfigError(
-        f"execution.checkpointing.dir is {checkpoint_root}, but Spark has no S3A file system: "
-        "pyspark does not include hadoop-aws.",
-        "Add it with pipeline.jars: /path/hadoop-aws-<hadoop version>.jar,"
-        "/path/bundle-<aws sdk v2>.jar, or spark.jars.packages: "
-        "org.apache.hadoop:hadoop-aws:<hadoop version> where Maven Central is reachable.",
-    )
+    shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
+    if not bundled and not any("hadoop-aws" in jar for jar in shipped):
+        found = connectors.jars(["s3a"], [], connectors.installed(pyspark_home()))
+        shipped += [str(jar) for jar in found if str(jar) not in shipped]
+        spark_conf["spark.jars"] = ",".join(shipped)
+    for key, value in S3A_FILE_SYSTEMS.items():
+        spark_conf.setdefault(key, value)
 
 
 def start(
