@@ -1118,7 +1118,9 @@ OPTIONS: tuple[Option, ...] = (
         List(",;"),
         D,
         "Connectors flinkish resolves for the installed Spark and ships with the job, as "
-        "pipeline.jars: 'kafka' (Spark's Kafka source and sink). Resolved with Maven once "
+        "pipeline.jars: 'kafka' (Spark's Kafka source and sink), 's3a' (Hadoop's S3A file "
+        "system, added by itself when execution.checkpointing.dir is on S3). Resolved with "
+        "Maven once "
         "(the machine's Maven settings), then from the cache; spark.jars.packages is resolved "
         "the same way.",
         RUNTIME,
