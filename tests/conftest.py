@@ -69,6 +69,7 @@ HDFS_MODULES = frozenset(
     {
         "tests/scripts/test_hdfs_scripts.py",
         "tests/runtime/test_hdfs_lifecycle.py",
+        "tests/storage/test_webhdfs.py",
     }
 )
 HDFS_GROUP = "hdfs"

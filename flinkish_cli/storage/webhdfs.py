@@ -70,7 +70,7 @@ class WebHdfsStorage(Storage):
 
     def __init__(self, root: str, settings: StorageSettings | None = None) -> None:
         super().__init__(root, settings)
-        self._user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+        self._user = os.environ.get("HADOOP_USER_NAME") or _login_name()
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
     def describe(self) -> str:
@@ -313,6 +313,14 @@ class WebHdfsStorage(Storage):
             raise StorageError(f"Refusing to delete the whole file system ({path}).")
         with self._errors("delete", path):
             self._json("DELETE", path, "DELETE", recursive="true")
+
+
+def _login_name() -> str:
+    """The login name, as Hadoop's client takes it (a user without one: the uid)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
 
 
 def _remote_exception(error: urllib.error.HTTPError) -> tuple[str, str]:
