@@ -169,6 +169,8 @@ def test_a_stop_whose_savepoint_fails_leaves_the_job_running(flinkish_env: Flink
         fill(disk, 16 * 1024)
         message = _error(env.run("stop", "--savepointPath", str(disk / "sp"), job))
         assert "No space left on the device to write" in message, message
+        assert f"Cannot stop job {job}: its savepoint failed: " in message, message
+        assert "The job runs on from its latest checkpoint" in message, message
         left = list((disk / "sp").glob("savepoint-*")) if (disk / "sp").exists() else []
         assert left == [], "the partial savepoint was removed"
     deadline = time.monotonic() + 180  # a driver of its own again, RUNNING
