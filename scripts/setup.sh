@@ -75,6 +75,31 @@ if [ "${1:-}" = "--test" ]; then
   fi
   .venv/bin/python -c 'from benchmarks.flink import install, venv_dir; install(venv_dir())' ||
     echo "WARNING: Apache Flink's CLI could not be installed; its tests will say why." >&2
+  # Kafka: Maven (Debian's) resolves, with the machine's Maven settings and once into
+  # flinkish's jar cache, the jars of the tests' broker (start-cluster.sh --kafka) and Spark's
+  # Kafka connector (flinkish.connectors: kafka); quick when cached.
+  if ! command -v mvn >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; } \
+      >>"$log" 2>&1 || echo "WARNING: 'apt-get install maven' failed (see $log)." >&2
+  fi
+  if command -v mvn >/dev/null 2>&1; then
+    .venv/bin/python -m flinkish_cli.spark.maven --pom scripts/maven/kafka/pom.xml >/dev/null ||
+      echo "WARNING: the Kafka broker's jars could not be resolved; its tests will say why." >&2
+    .venv/bin/python -m flinkish_cli.spark.connectors kafka >/dev/null ||
+      echo "WARNING: Spark's Kafka connector could not be resolved; its tests will say why." >&2
+  else
+    echo "WARNING: the Kafka tests need Maven: apt-get install maven" >&2
+  fi
+  # Storage: the tests' single-node HDFS (start-cluster.sh --hdfs): Hadoop's MiniDFSCluster jars of
+  # pyspark's Hadoop, resolved with mvn once (about a minute) into flinkish's cache, and its
+  # launcher compiled; instant when cached. Without Maven the HDFS tests say why.
+  PYTHON=.venv/bin/python scripts/hdfs-classpath.sh >/dev/null ||
+    echo "WARNING: the single-node HDFS's jars could not be resolved; its tests will say why." >&2
+  # Spark's S3A file system (hadoop-aws of pyspark's Hadoop and its AWS SDK bundle, about
+  # 650 MB once), which a job whose checkpoints are on S3 ships: resolved now, so that the
+  # tests' jobs start offline.
+  .venv/bin/python -m flinkish_cli.spark.connectors s3a >/dev/null ||
+    echo "WARNING: Spark's S3A file system could not be resolved; its tests will say why." >&2
   # The tests' drivers map the class-data sharing archive: wait for it.
   .venv/bin/python -m flinkish_cli.spark.cds || true
 fi

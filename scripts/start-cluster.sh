@@ -5,6 +5,9 @@
 #   --session               a session cluster: a Spark Connect server over local[N];
 #                           last line sc://127.0.0.1:PORT (flinkish run -m sc://127.0.0.1:PORT)
 #   --session --standalone  a master, a worker and a Connect server over them; last line sc://...
+#   --kafka                 a single-node Kafka broker (KRaft) alone, from Maven's jars; last
+#                           line bootstrap.servers: 127.0.0.1:PORT (scripts/kafka-broker.sh
+#                           --help: --kafka-port, --kafka-controller-port, --kafka-conf)
 # and, as Flink's starts the JobManager with its REST API and web UI, flinkish web (the REST
 # API, dashboard and /metrics) on 127.0.0.1:REST_PORT, in front of the session cluster: then
 # 'flinkish run -m 127.0.0.1:REST_PORT' (or Flink's CLI with that -m) reaches the cluster.
@@ -23,6 +26,16 @@
 #                                                         rest.port, else 8081 (flinkish web; a
 #                                                         list or range: the first free; 0: any)
 #   --no-web                 do not start flinkish web
+# Single-node HDFS (--hdfs, on its own: no Spark daemon, no flinkish web):
+#   --hdfs                   a NameNode and a DataNode in one JVM (Hadoop's MiniDFSCluster, of
+#                            pyspark's Hadoop version, resolved with mvn once and cached:
+#                            scripts/hdfs-classpath.sh), every address on 127.0.0.1, its files
+#                            in DIR/hdfs (formatted at the first start, kept by later ones);
+#                            last line fs.defaultFS: hdfs://127.0.0.1:PORT
+#   --hdfs-port P            FLINKISH_HDFS_PORT           8020 (the NameNode's RPC port)
+#   --hdfs-http-port P       FLINKISH_HDFS_HTTP_PORT      9870 (its web UI; 0: any free port)
+#   --hdfs-heap M            FLINKISH_HDFS_HEAP           512m (the JVM's -Xmx)
+#   (--timeout defaults to 180 s with --hdfs: a NameNode's start is slow on a loaded machine)
 # Session cluster (--session):
 #   --session-port P         FLINKISH_SESSION_PORT        15002 (Spark Connect's gRPC port)
 #   --session-webui-port P   FLINKISH_SESSION_WEBUI_PORT  0 (no web UI; else the server's Spark UI)
@@ -59,7 +72,7 @@ rest_port=${FLINKISH_REST_PORT:-}
 web=1
 cores=${FLINKISH_WORKER_CORES:-2}
 memory=${FLINKISH_WORKER_MEMORY:-2g}
-timeout=${FLINKISH_CLUSTER_TIMEOUT:-90}
+timeout=${FLINKISH_CLUSTER_TIMEOUT:-}
 python=${PYTHON:-python3}
 session_port=${FLINKISH_SESSION_PORT:-15002}
 session_webui_port=${FLINKISH_SESSION_WEBUI_PORT:-0}
@@ -68,12 +81,35 @@ conf_dir=""
 session_confs=()
 session=0
 standalone=""
+hdfs=0
+hdfs_port=${FLINKISH_HDFS_PORT:-8020}
+hdfs_http_port=${FLINKISH_HDFS_HTTP_PORT:-9870}
+hdfs_heap=${FLINKISH_HDFS_HEAP:-512m}
+
+# --kafka: the Kafka broker, started by scripts/kafka-broker.sh with the other options.
+for arg in "$@"; do
+  if [ "$arg" = --kafka ]; then
+    kafka_args=()
+    for other in "$@"; do [ "$other" = --kafka ] || kafka_args+=("$other"); done
+    exec "$(dirname "$0")/kafka-broker.sh" ${kafka_args[@]+"${kafka_args[@]}"}
+  fi
+done
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --session) session=1; shift ;;
     --standalone) standalone=1; shift ;;
     --no-web) web=0; shift ;;
+    --hdfs) hdfs=1; shift ;;
+    --hdfs-port | --hdfs-http-port | --hdfs-heap)
+      [ $# -ge 2 ] || die "option '$1' needs a value (see --help)"
+      case "$1" in
+        --hdfs-port) hdfs_port=$2 ;;
+        --hdfs-http-port) hdfs_http_port=$2 ;;
+        --hdfs-heap) hdfs_heap=$2 ;;
+      esac
+      shift 2
+      ;;
     --dir | --master-port | --master-webui-port | --worker-port | --worker-webui-port | --cores | \
       --memory | --timeout | --session-port | --session-webui-port | --slots | --conf-dir | --session-conf | \
       --rest-port)
@@ -103,6 +139,9 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
+if [ -z "$timeout" ]; then
+  if [ $hdfs = 1 ]; then timeout=180; else timeout=90; fi
+fi
 # Without --session the script starts what it always started: the standalone cluster.
 if [ -z "$standalone" ]; then
   if [ $session = 1 ]; then standalone=0; else standalone=1; fi
@@ -142,6 +181,72 @@ if ! spark_home=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspar
   die "pyspark not found for '$python': install it, or set PYTHON=/path/to/venv/bin/python."
 fi
 [ -x "$spark_home/bin/spark-class" ] || die "$spark_home/bin/spark-class not found (is pyspark complete?)"
+
+# start_hdfs: --hdfs. The JVM runs in a process group of its own whose id is in DIR/hdfs.pid
+# (scripts/stop-cluster.sh stops it); its console in DIR/logs/hdfs.out, Hadoop's log in
+# DIR/logs/hdfs.log. Ready when the launcher prints the fs.defaultFS line (NameNode and
+# DataNode up, out of safe mode).
+start_hdfs() {
+  local value
+  for value in "$hdfs_port" "$hdfs_http_port"; do
+    [[ "$value" =~ ^[0-9]+$ ]] && [ "$value" -le 65535 ] || die "'$value' is not a port (0 to 65535)"
+  done
+  [ "$hdfs_port" != 0 ] || die "--hdfs-port must be a fixed port: a restart on the same files needs the same address"
+  [[ "$hdfs_heap" =~ ^[0-9]+[kKmMgG]$ ]] || die "--hdfs-heap '$hdfs_heap' is not like 512m or 1g"
+  mkdir -p "$dir/logs" "$dir/hdfs"
+  dir=$(cd "$dir" && pwd)
+  if [ -s "$dir/hdfs.pid" ] && kill -0 "$(cat "$dir/hdfs.pid")" 2>/dev/null; then
+    die "an HDFS started from $dir is already running (pid $(cat "$dir/hdfs.pid")); stop it with: scripts/stop-cluster.sh --dir $dir"
+  fi
+  rm -f "$dir/hdfs.pid" "$dir/hdfs.url"
+  for value in "$hdfs_port" "$hdfs_http_port"; do
+    [ "$value" = 0 ] && continue
+    if ! "$python" -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+' "$value"; then
+      die "port $value on 127.0.0.1 is in use: choose other ports (see --help) or stop what uses it"
+    fi
+  done
+  local classpath
+  classpath=$(PYTHON="$python" "$(dirname "$0")/hdfs-classpath.sh") || exit 1
+  : >"$dir/logs/hdfs.out"
+  # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
+  setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/hdfs.pid" \
+    "$java_bin" "-Xmx$hdfs_heap" -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
+    -Dorg.slf4j.simpleLogger.logFile="$dir/logs/hdfs.log" \
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true \
+    -cp "$classpath" io.flinkish.hdfs.SingleNodeHdfs "$dir/hdfs" "$hdfs_port" "$hdfs_http_port" \
+    >>"$dir/logs/hdfs.out" 2>&1 </dev/null &
+  local deadline=$((SECONDS + timeout)) url=""
+  until [ -n "$url" ]; do
+    url=$(sed -n 's/^fs\.defaultFS: \(hdfs:.*\)$/\1/p' "$dir/logs/hdfs.out" | head -n 1)
+    [ -z "$url" ] || break
+    if [ -s "$dir/hdfs.pid" ] && ! kill -0 "$(cat "$dir/hdfs.pid")" 2>/dev/null; then
+      echo "--- last lines of $dir/logs/hdfs.out and hdfs.log:" >&2
+      tail -n 20 "$dir/logs/hdfs.out" "$dir/logs/hdfs.log" >&2 2>/dev/null || true
+      die "the HDFS (NameNode and DataNode) exited during startup"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      "$(dirname "$0")/stop-cluster.sh" --dir "$dir" >/dev/null 2>&1 || true
+      die "the HDFS did not come up within ${timeout}s (see $dir/logs/hdfs.out and hdfs.log)"
+    fi
+    sleep 0.5
+  done
+  echo "$url" >"$dir/hdfs.url"
+  echo "HDFS running: pid $(cat "$dir/hdfs.pid"), files in $dir/hdfs, $(grep -m1 '^NameNode web UI' "$dir/logs/hdfs.out")"
+  echo "Logs in $dir/logs; stop with: scripts/stop-cluster.sh --dir $dir"
+  echo "fs.defaultFS: $url"
+}
+if [ $hdfs = 1 ]; then
+  start_hdfs
+  exit 0
+fi
 
 # connect_ready PYTHON: PYTHON can run Spark Connect's client (pyspark's dependency check
 # passes). Run with a __file__: under 'python -c' or 'python -' pyspark takes itself for a

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stop everything scripts/start-cluster.sh started from the same directory, like Flink's
 # bin/stop-cluster.sh: flinkish web, the Spark Connect server of a session cluster (and the
-# Python workers it runs), the standalone worker (and the executors it runs), then the master.
-# Stopping flinkish web never touches a job.
+# Python workers it runs), the standalone worker (and the executors it runs), the master, then
+# the Kafka broker of --kafka, then the single-node HDFS of --hdfs (its files stay: a
+# start on the same directory finds them). Stopping flinkish web never touches a job.
 #
 # Each daemon runs in a process group of its own whose id is the pid in its pid file; the
 # whole group gets SIGTERM, then SIGKILL if it is still there after the timeout. Safe to run
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
       if [ "$1" = --dir ]; then dir=$2; else timeout=$2; fi
       shift 2
       ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "ERROR: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -37,6 +38,8 @@ group_alive() {
 is_ours() {  # is_ours ROLE PID: PID is that daemon (guards against a recycled pid)
   local pattern='org\.apache\.spark\.deploy\.'
   [ "$1" != web ] || pattern='flinkish_cli web'
+  [ "$1" != kafka ] || pattern='kafka\.Kafka '
+  [ "$1" != hdfs ] || pattern='io\.flinkish\.hdfs\.SingleNodeHdfs'
   [ -r "/proc/$2/cmdline" ] && tr '\0' ' ' <"/proc/$2/cmdline" | grep -q "$pattern"
 }
 
@@ -44,12 +47,14 @@ name_of() {
   case "$1" in
     connect) echo "Spark Connect server" ;;
     web) echo "flinkish web" ;;
+    kafka) echo "Kafka broker" ;;
+    hdfs) echo "HDFS (NameNode and DataNode)" ;;
     *) echo "Spark $1" ;;
   esac
 }
 
 stopped=0
-for role in web connect worker master; do
+for role in web connect worker master kafka hdfs; do
   pidfile="$dir/$role.pid"
   [ -f "$pidfile" ] || continue
   name=$(name_of "$role")
@@ -81,5 +86,5 @@ for role in web connect worker master; do
   fi
   rm -f "$pidfile"
 done
-rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock"
+rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock" "$dir/kafka.bootstrap" "$dir/hdfs.url"
 [ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

@@ -36,6 +36,10 @@ pytest_plugins = [
     "tests.fixtures.spark_cluster",
     # connect_server: a real session cluster, a Spark Connect server (start-cluster.sh --session)
     "tests.fixtures.connect_server",
+    # hdfs_cluster: a real single-node HDFS (start-cluster.sh --hdfs), one for the whole run
+    "tests.fixtures.hdfs",
+    # Kafka: one real broker for the run (kafka_broker, kafka_topic); tests/fixtures/kafka_broker.py
+    "tests.fixtures.kafka_broker",
     # flink: Apache Flink's own CLI (bin/flink), the reference client of flinkish web
     "tests.fixtures.flink_cli",
     # FLINKISH_TEST_CPU=FILE: each test's CPU, every process it starts included
@@ -60,19 +64,32 @@ SHARED_CLUSTER_MODULES = frozenset(
 )
 #: Their group's name.
 SHARED_GROUP = "shared-clusters"
+#: The modules that use the one HDFS of the run (``hdfs_cluster``): one group, on one worker.
+HDFS_MODULES = frozenset(
+    {
+        "tests/scripts/test_hdfs_scripts.py",
+        "tests/runtime/test_hdfs_lifecycle.py",
+        "tests/storage/test_webhdfs.py",
+    }
+)
+HDFS_GROUP = "hdfs"
 #: Packages whose modules share one fixture of a wider scope, so run on one worker together:
-#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py).
-SHARED_PACKAGES = {"jobs"}
+#: the jobs' tests and their one SparkSession (tests/jobs/conftest.py); the Kafka tests and
+#: their one broker (tests/fixtures/kafka_broker.py).
+SHARED_PACKAGES = {"jobs", "kafka"}
 
 
 def group_of(nodeid: str) -> str:
     """The group a test runs in, whole on one worker (scripts/test.sh's ``--dist loadgroup``):
     its module, so that its module fixtures start once; the shared-cluster modules
-    (:data:`SHARED_CLUSTER_MODULES`) together; a package of :data:`SHARED_PACKAGES` whole.
+    (:data:`SHARED_CLUSTER_MODULES`) together, and the HDFS's (:data:`HDFS_MODULES`); a
+    package of :data:`SHARED_PACKAGES` whole.
     From the node id alone: pytest-xdist's controller, which schedules, collects nothing."""
     module = nodeid.split("::")[0]
     if module in SHARED_CLUSTER_MODULES:
         return SHARED_GROUP
+    if module in HDFS_MODULES:
+        return HDFS_GROUP
     parts = module.split("/")
     if len(parts) == 3 and parts[0] == "tests" and parts[1] in SHARED_PACKAGES:
         return f"tests/{parts[1]}"
@@ -110,6 +127,11 @@ def pytest_collection_modifyitems(items: list) -> None:
             raise pytest.UsageError(
                 f"{module} uses a shared cluster: add it to SHARED_CLUSTER_MODULES in "
                 "tests/conftest.py, so that it runs on the worker that has the cluster."
+            )
+        if "hdfs_cluster" in item.fixturenames and module not in HDFS_MODULES:
+            raise pytest.UsageError(
+                f"{module} uses the HDFS: add it to HDFS_MODULES in tests/conftest.py, so that "
+                "it runs on the worker that has it."
             )
         groups[id(item)] = group_of(item.nodeid)
     _longest_first(items, groups)

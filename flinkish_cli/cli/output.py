@@ -115,3 +115,37 @@ def print_table(
 def warn(message: str) -> None:
     """Print a warning line on standard error."""
     echo(f"WARNING: {message}", err=True)
+
+
+def source_offsets(offsets: list[Any], limit: int = 60) -> str:
+    """A query's source offsets (Spark's offset log, one value per source) in a table cell.
+    A Kafka source's, ``{"topic": {"partition": offset}}``, as Kafka's tools name them:
+    ``topic-partition=offset``, each one (they are what a restored job starts from); any
+    other source's as compact JSON, cut at ``limit`` characters."""
+    import json
+
+    parts = []
+    for source in offsets:
+        if _kafka_offsets(source):
+            parts += [
+                f"{topic}-{partition}={offset}"
+                for topic, partitions in sorted(source.items())
+                for partition, offset in sorted(partitions.items(), key=lambda p: int(p[0]))
+            ]
+        else:
+            text = json.dumps(source, separators=(",", ":"))
+            parts.append(text if len(text) <= limit else text[: limit - 3] + "...")
+    return " ".join(parts) or "-"
+
+
+def _kafka_offsets(source: Any) -> bool:
+    return (
+        isinstance(source, dict)
+        and bool(source)
+        and all(
+            isinstance(partitions, dict)
+            and bool(partitions)
+            and all(str(p).isdigit() and isinstance(o, int) for p, o in partitions.items())
+            for partitions in source.values()
+        )
+    )

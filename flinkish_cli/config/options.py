@@ -1159,6 +1159,18 @@ OPTIONS: tuple[Option, ...] = (
         "('requirements.txt#cache_dir' installs offline) (run -pyreq).",
         RUNTIME,
     ),
+    Option(
+        "flinkish.connectors",
+        List(",;"),
+        D,
+        "Connectors flinkish resolves for the installed Spark and ships with the job, as "
+        "pipeline.jars: 'kafka' (Spark's Kafka source and sink), 's3a' (Hadoop's S3A file "
+        "system, added by itself when execution.checkpointing.dir is on S3). Resolved with "
+        "Maven once "
+        "(the machine's Maven settings), then from the cache; spark.jars.packages is resolved "
+        "the same way.",
+        RUNTIME,
+    ),
     # -- S3 --------------------------------------------------------------------------------
     Option(
         "s3.endpoint",

@@ -349,13 +349,33 @@ class JobRuntime:
         try:
             return self.snapshots.take_savepoint(target_dir, trigger, explicit_target)
         except BaseException as error:
+            if trigger is not Trigger.STOP:  # an upgrade's, a rescale's: their callers decide
+                with self.keeper.lock:
+                    self._ending = JobState.FAILED
+                    self._ending_cause = (
+                        f"Stop with savepoint failed after the queries stopped: {error}. "
+                        f"Resume from the retained checkpoint {self.plan.job_dir}."
+                    )
+                raise
+            # As Flink's (FLINK-21030): a stop whose savepoint failed does not end the job. The
+            # queries have stopped, so the driver ends for a restart and the supervisor starts
+            # the next one at once, from the job's latest checkpoint; the stop reports the
+            # failure (a rescale's savepoint that fails ends the same way: see rescale).
             with self.keeper.lock:
-                self._ending = JobState.FAILED
+                self._ending = JobState.RESTARTING
                 self._ending_cause = (
-                    f"Stop with savepoint failed after the queries stopped: {error}. "
-                    f"Resume from the retained checkpoint {self.plan.job_dir}."
+                    f"The savepoint of a stop failed ({error}): the job runs on from its "
+                    "latest checkpoint."
                 )
-            raise
+            log.error("The savepoint of a stop failed (%s): restarting the job as it was.", error)
+            if not isinstance(error, Exception):
+                raise
+            detail = str(getattr(error, "message", None) or error).splitlines()[0].rstrip(".")
+            raise JobError(
+                f"its savepoint failed: {detail}. The job runs on from its "
+                "latest checkpoint (its driver restarts)",
+                "Fix the savepoint target, then stop it again.",
+            ) from error
 
     def rescale_refusal(self, parallelism: int) -> str | None:
         """Why this job cannot be rescaled in place to ``parallelism`` now; None when it can.

@@ -127,6 +127,11 @@ class Supervisor:
     _cli_gone: bool = field(default=False, repr=False)
     #: the job's temporary directory (made by :meth:`run`; None where none could be made)
     tmp_dir: Path | None = field(default=None, repr=False)
+    #: the job's status as the registry last gave it, and whether its store answers now
+    _last_status: Any = field(default=None, repr=False)
+    _registry_down: bool = field(default=False, repr=False)
+    #: when the registry last answered again after an outage (heartbeats count from then)
+    _registry_back: float = field(default=0.0, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
     @classmethod
@@ -146,6 +151,37 @@ class Supervisor:
         config = Configuration.from_flat(plan.flink_conf)
         return cls(run_dir, spec, text, registry, config)
 
+    # -- the registry ----------------------------------------------------------------------
+    def _find(self, wait: bool = True) -> Any:
+        """The job's status in the registry (None when it has none). While the registry's
+        store does not answer (an S3 endpoint or a NameNode down), the supervisor outlives the
+        outage, as its driver does: said once, then, with ``wait``, asked again until it
+        answers (or the supervisor is told to stop), else the status it last read."""
+        from flinkish_cli.errors import StorageError
+
+        while True:
+            try:
+                status = self.registry.find(self.spec.job_id)
+            except StorageError as error:
+                if not self._registry_down:
+                    self._registry_down = True
+                    log.warning("The job registry does not answer (%s); waiting for it.", error)
+                if not wait or self.stopping:
+                    return self._last_status
+                time.sleep(POLL)
+                continue
+            if self._registry_down:
+                self._registry_down = False
+                self._registry_back = time.time()
+                log.info("The job registry answers again.")
+            self._last_status = status
+            return status
+
+    def _get(self) -> Any:
+        """:meth:`_find`, for a job that has a status (the registry's error when it has none)."""
+        status = self._find()
+        return status if status is not None else self.registry.get(self.spec.job_id)
+
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> int:
         """Supervise until the job ends; the exit status (0 FINISHED/CANCELED, 1 FAILED)."""
@@ -161,7 +197,7 @@ class Supervisor:
         try:
             while True:
                 ended = self._run_driver(attempt)
-                status = self.registry.find(self.spec.job_id)
+                status = self._find()
                 if status is not None and status.state.is_terminal:
                     return 1 if status.state is JobState.FAILED else 0
                 if self.stopping or self._cli_gone or self._cancel_requested():
@@ -189,7 +225,7 @@ class Supervisor:
     def _run_driver(self, attempt: int) -> DriverExit:
         """Start ``spark-submit`` for ``attempt`` and wait until it exits."""
         self._write_properties(attempt)
-        before = self.registry.find(self.spec.job_id)
+        before = self._find()
         reported_pid = before.pid if before is not None else None
         self.process = self._warm_client()
         if self.process is not None:
@@ -209,13 +245,18 @@ class Supervisor:
         while self.process.poll() is None:
             time.sleep(POLL)
             self._watch_cli()
-            status = self.registry.find(self.spec.job_id)
+            status = self._find(wait=False)
             if status is not None and status.pid is not None and status.pid != reported_pid:
                 if not reported:
                     self._make_cds_archive()
                 reported = True
+            # no heartbeat can be read (or written) while the registry is down: not a hang
             if status is not None and reported and not status.state.is_terminal:
-                silent = time.time() - status.heartbeat
+                if self._registry_down:
+                    continue
+                # a driver that could not write its heartbeat during an outage gets a full
+                # heartbeat timeout from the registry's return
+                silent = time.time() - max(status.heartbeat, self._registry_back)
                 if silent > status.heartbeat_timeout:
                     log.error("No heartbeat for %.0f s: killing the driver.", silent)
                     hung = True
@@ -226,7 +267,7 @@ class Supervisor:
         self._kill_driver()  # what is left of it: an orphaned Python driver, its workers
         with contextlib.suppress(OSError):
             os.remove(self.run_dir / PROPERTIES_FILE)
-        status = self.registry.find(self.spec.job_id)
+        status = self._find()
         if self.spec.client and status is not None and not status.state.is_terminal:
             self._stop_orphans(status.connect_session)
         if status is not None and status.pid is not None and status.pid != reported_pid:
@@ -329,7 +370,10 @@ class Supervisor:
         if marker is None or marker.stage == "ROLLING_BACK":
             if ended.returncode != EXIT_RESCALE or marker is not None:
                 return False
-            log.warning("The driver ended for a rescale that did not start: restarting it.")
+            log.warning(
+                "The driver ended for a restart (a rescale that did not start, or a stop "
+                "whose savepoint failed): restarting it."
+            )
             return True
         following = marker.at("RESTARTED" if marker.stage == "SAVEPOINTED" else "ROLLING_BACK")
         with _unless_unwritable():
@@ -387,7 +431,7 @@ class Supervisor:
         from flinkish_cli.registry.status import JobState
         from flinkish_cli.runtime.restart import record_failure
 
-        status = self.registry.get(self.spec.job_id)
+        status = self._get()
         now = time.time()
         decision = record_failure(self.config, status, cause, now)
         if not decision.restart:
@@ -412,8 +456,8 @@ class Supervisor:
             self._watch_cli()
             if self._cli_gone:
                 return False
-            status = self.registry.find(self.spec.job_id)
-            if status is not None:
+            status = self._find(wait=False)
+            if status is not None and not self._registry_down:
                 with _unless_unwritable():
                     status_writer.record_supervised(self.registry, status, os.getpid())
             time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
@@ -464,7 +508,7 @@ class Supervisor:
     # -- status ----------------------------------------------------------------------------
     def _record(self, state: Any, cause: str) -> None:
         """End the job in ``state`` for its driver, unless it has ended already."""
-        status = self.registry.get(self.spec.job_id)
+        status = self._get()
         if status.state.is_terminal:
             return
         # the line before the state, as JobRuntime.end writes them (`logs -f` stops at the state)

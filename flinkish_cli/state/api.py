@@ -57,7 +57,9 @@ def _without_state(source: StateSource, query: str | None) -> StateListing:
     listing = StateListing(source.kind, source.path, source.job_id)
     for q in source.queries:
         if query is None or q.name == query:
-            listing.queries.append(QueryState(q.name, q.location, q.batch))
+            listing.queries.append(
+                QueryState(q.name, q.location, q.batch, source_offsets=q.source_offsets)
+            )
     return listing
 
 

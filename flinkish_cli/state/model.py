@@ -133,6 +133,8 @@ class QueryState:
     location: str
     batch: int
     operators: list[OperatorState] = field(default_factory=list)
+    #: each source's end offsets at that batch (Spark's offset log; Kafka's per topic-partition)
+    source_offsets: list[Any] = field(default_factory=list)
 
     def operator(self, operator_id: int) -> OperatorState | None:
         return next((o for o in self.operators if o.operator_id == operator_id), None)
@@ -142,6 +144,7 @@ class QueryState:
             "name": self.name,
             "location": self.location,
             "batch": self.batch,
+            "source-offsets": self.source_offsets,
             "operators": [o.summary() for o in self.operators],
         }
 
@@ -179,6 +182,7 @@ class StateListing:
                     name=q["name"],
                     location=q["location"],
                     batch=q["batch"],
+                    source_offsets=list(q.get("source-offsets") or []),
                     operators=[
                         OperatorState(
                             operator_id=o["id"],

@@ -152,7 +152,7 @@ class StateReader:
         for q in self.source.queries:
             if query is not None and q.name != query:
                 continue
-            state = QueryState(q.name, q.location, q.batch)
+            state = QueryState(q.name, q.location, q.batch, source_offsets=q.source_offsets)
             for source_query, layout in chosen:
                 if source_query is not q or q.batch < 0:
                     continue

@@ -66,6 +66,9 @@ class QuerySource:
     operators: list[StateOperator] = field(default_factory=list)
     #: size of each file under ``state/`` the batch needs, by its path relative to the query
     state_files: dict[str, int] = field(default_factory=dict)
+    #: each source's end offsets of that batch, as Spark's offset log holds them (Kafka's:
+    #: ``{"topic": {"partition": offset}}``)
+    source_offsets: list[Any] = field(default_factory=list)
 
     def operator(self, operator_id: int) -> StateOperator | None:
         return next((o for o in self.operators if o.operator_id == operator_id), None)
@@ -295,6 +298,7 @@ def _open_savepoint(storage: Storage, path: str, verify: bool) -> StateSource:
                 batch=query.last_committed_batch,
                 operators=list(query.operators),
                 state_files=state_files,
+                source_offsets=list(query.source_offsets),
             )
         )
     return StateSource("savepoint", path, manifest.job_id, queries, temp)
@@ -386,4 +390,5 @@ def _copy_query(storage: Storage, directory: str, name: str, copy: str) -> Query
         batch=query.last_committed_batch,
         operators=list(query.operators),
         state_files=sizes,
+        source_offsets=list(query.source_offsets),
     )

@@ -11,7 +11,8 @@ The public interface::
 only :mod:`.uri` comes with it; the interface's classes and the backends are imported when
 first asked for, boto3 when an S3 storage is first used, and pyspark never (HDFS storage uses
 the JVM of a Spark session that already runs). Modules: :mod:`.uri` (paths and URIs),
-:mod:`.settings`, :mod:`.base` (the interface), :mod:`.local`, :mod:`.s3`, :mod:`.hdfs`.
+:mod:`.settings`, :mod:`.base` (the interface), :mod:`.local`, :mod:`.s3`, :mod:`.hdfs` (in a
+Spark driver), :mod:`.webhdfs` (HDFS elsewhere).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from flinkish_cli.storage.local import LocalStorage
     from flinkish_cli.storage.s3 import S3Storage
     from flinkish_cli.storage.settings import StorageSettings
+    from flinkish_cli.storage.webhdfs import WebHdfsStorage
 
 #: where each name of this package's interface is, imported when first asked for (a command
 #: that only joins paths, or that asks a REST endpoint, loads no backend)
@@ -38,6 +40,7 @@ _LAZY = {
     "S3Storage": "s3",
     "HdfsStorage": "hdfs",
     "StorageSettings": "settings",
+    "WebHdfsStorage": "webhdfs",
 }
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "Storage",
     "StorageNotFoundError",
     "StorageSettings",
+    "WebHdfsStorage",
     "join",
     "open_storage",
     "relative_to",
@@ -57,7 +61,9 @@ __all__ = [
 
 def open_storage(uri: str, settings: StorageSettings | None = None) -> Storage:
     """The storage that holds ``uri``: a plain path or ``file://`` is the local disk,
-    ``s3://`` and ``s3a://`` are S3, ``hdfs://`` is HDFS (only inside a Spark driver).
+    ``s3://`` and ``s3a://`` are S3, ``hdfs://`` is HDFS (through Hadoop in a Spark
+    driver's JVM, :class:`HdfsStorage`; elsewhere through the NameNode's WebHDFS,
+    :class:`WebHdfsStorage`).
 
     Raises :class:`~flinkish_cli.errors.StorageError` for an unsupported scheme or a
     malformed URI. Nothing is contacted yet; the first operation does that.
@@ -72,9 +78,13 @@ def open_storage(uri: str, settings: StorageSettings | None = None) -> Storage:
 
         return S3Storage(uri, settings)
     assert scheme == HDFS
-    from flinkish_cli.storage.hdfs import HdfsStorage
+    from flinkish_cli.storage.hdfs import HdfsStorage, find_live_jvm
 
-    return HdfsStorage(uri, settings)
+    if find_live_jvm() is not None:  # a Spark driver: Hadoop's own client, in its JVM
+        return HdfsStorage(uri, settings)
+    from flinkish_cli.storage.webhdfs import WebHdfsStorage
+
+    return WebHdfsStorage(uri, settings)
 
 
 def __getattr__(name: str) -> Any:  # the names of _LAZY, imported when asked for

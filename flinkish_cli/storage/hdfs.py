@@ -6,7 +6,7 @@ here: the operations are calls to Hadoop's ``FileSystem``, ``FileContext``, ``Pa
 :class:`HdfsStorage` needs a live JVM: given explicitly (``jvm`` and ``hadoop_conf``, e.g.
 ``sc._jvm`` and ``sc._jsc.hadoopConfiguration()``), or found in this process (an active
 SparkContext, or the gateway of a driver started by ``spark-submit``). The plain CLI has
-none and gets a :class:`~flinkish_cli.errors.StorageError` explaining what works instead.
+none: :func:`flinkish_cli.storage.open_storage` gives it :mod:`.webhdfs` instead.
 pyspark is never imported here: only looked up when something else already imported it.
 
 py4j moves bytes from the JVM to Python slowly (its decoder handles one byte at a time), so
@@ -19,8 +19,7 @@ Atomic writes go to a temporary file beside the target, then ``FileContext.renam
 ``OVERWRITE`` (atomic on HDFS, as Spark's own checkpoint manager does); exclusive creation
 renames with ``NONE``, which the namenode refuses atomically if the name exists (on other
 Hadoop file systems, e.g. the local one, that check is not atomic). Because the class only
-uses Hadoop's generic API it works with any URI Hadoop knows (``file:///`` included, which
-is how it is tested: no HDFS namenode can run in the test environment).
+uses Hadoop's generic API it works with any URI Hadoop knows (``file:///`` included).
 """
 
 from __future__ import annotations
@@ -113,12 +112,10 @@ class HdfsStorage(Storage):
             found = find_live_jvm()
             if found is None:
                 raise StorageError(
-                    f"{root} is on HDFS, which flinkish reaches through Hadoop inside a Spark "
-                    "driver, and this command runs without one.",
-                    "A running job's driver reads and writes hdfs:// paths itself (checkpoints, "
-                    "savepoints it takes). For what the command line reads directly (the job "
-                    "registry under execution.checkpointing.dir, savepoints to inspect), use "
-                    "S3 (s3://) or a file system mounted on every host (file://).",
+                    f"{root}: Hadoop's client needs a Spark driver's JVM, and this process "
+                    "runs without one.",
+                    "Open hdfs:// paths with flinkish_cli.storage.open_storage, which uses the "
+                    "NameNode's WebHDFS where there is no driver.",
                 )
             jvm, found_conf = found
             hadoop_conf = hadoop_conf if hadoop_conf is not None else found_conf

@@ -27,7 +27,7 @@ from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.runtime.warm import WarmRunner
-from flinkish_cli.spark import cds
+from flinkish_cli.spark import cds, connectors
 from flinkish_cli.spark.install import check_java, pyspark_home
 from flinkish_cli.submission import launcher, packaging
 from flinkish_cli.submission.pyflink import module_source, refuse_pyflink
@@ -183,8 +183,10 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         notices += [found.notice] if found.notice else []
     if deployment.session:
         check_session_cluster(deployment.master)
+        refuse_session_connectors(config)
     else:
-        check_s3a(checkpoint_root, translation.conf)
+        ship_connectors(config, translation.conf)
+        ship_s3a(checkpoint_root, translation.conf)
         check_java()
     job_id = new_job_id()
     log_dir = Path(str(config.get("env.log.dir"))).expanduser()
@@ -409,21 +411,57 @@ def check_session_cluster(url: str, timeout: float = 3.0) -> None:
         ) from None
 
 
-def check_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
-    """A checkpoint directory on S3 needs Spark's S3A file system (hadoop-aws)."""
+def ship_connectors(config: Any, spark_conf: dict[str, str]) -> None:
+    """``flinkish.connectors`` and ``spark.jars.packages``, resolved with Maven (the machine's
+    settings; from the cache once warm) into jar files that join ``spark.jars``: Spark's own
+    Ivy resolves nothing, and a cluster never resolves anything at start."""
+    names = list(config.get("flinkish.connectors") or [])
+    packages = spark_conf.pop("spark.jars.packages", "")
+    if not names and not packages.strip():
+        return
+    found = connectors.jars(names, [packages], connectors.installed(pyspark_home()))
+    shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
+    shipped += [str(jar) for jar in found if str(jar) not in shipped]
+    spark_conf["spark.jars"] = ",".join(shipped)
+
+
+def refuse_session_connectors(config: Any) -> None:
+    """A session cluster's server loads its connectors when it starts, not per job."""
+    names = list(config.get("flinkish.connectors") or [])
+    if names:
+        raise ConfigError(
+            f"flinkish.connectors: {', '.join(names)} cannot be added to a running session "
+            "cluster (its server loads connectors when it starts).",
+            "Start the session cluster with them: scripts/start-cluster.sh --session "
+            f"--session-conf spark.jars=$(python -m flinkish_cli.spark.connectors {names[0]}), "
+            "and run without flinkish.connectors.",
+        )
+
+
+#: Hadoop's S3A classes, for ``s3://`` as well as ``s3a://`` (Flink's scheme is ``s3://``).
+S3A_FILE_SYSTEMS = {
+    "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
+}
+
+
+def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
+    """A checkpoint directory on S3: Spark writes it through Hadoop's S3A file system, which
+    pyspark does not include. Unless the job ships it already (``pipeline.jars``,
+    ``spark.jars.packages``, ``flinkish.connectors: s3a``), flinkish ships ``hadoop-aws`` of
+    Spark's Hadoop version with the AWS SDK bundle it needs (resolved with Maven once, then
+    from the cache: :mod:`flinkish_cli.spark.connectors`), and serves ``s3://`` with S3A too,
+    so the job's paths stay as written (Flink's ``s3.*`` keys reach S3A as ``fs.s3a.*``)."""
     if not checkpoint_root.startswith(("s3://", "s3a://")):
         return
     bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
-    configured = " ".join(spark_conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
-    if bundled or "hadoop-aws" in configured:
-        return
-    raise ConfigError(
-        f"execution.checkpointing.dir is {checkpoint_root}, but Spark has no S3A file system: "
-        "pyspark does not include hadoop-aws.",
-        "Add it with pipeline.jars: /path/hadoop-aws-<hadoop version>.jar,"
-        "/path/bundle-<aws sdk v2>.jar, or spark.jars.packages: "
-        "org.apache.hadoop:hadoop-aws:<hadoop version> where Maven Central is reachable.",
-    )
+    shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
+    if not bundled and not any("hadoop-aws" in jar for jar in shipped):
+        found = connectors.jars(["s3a"], [], connectors.installed(pyspark_home()))
+        shipped += [str(jar) for jar in found if str(jar) not in shipped]
+        spark_conf["spark.jars"] = ",".join(shipped)
+    for key, value in S3A_FILE_SYSTEMS.items():
+        spark_conf.setdefault(key, value)
 
 
 def start(

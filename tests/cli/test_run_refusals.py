@@ -42,19 +42,6 @@ def test_pym_without_py_files_is_refused(flinkish_env: FlinkishEnv) -> None:
     assert "-pym pipelines.copy_job needs -pyfs" in result.stderr
 
 
-def test_checkpoints_on_s3_without_s3a_are_refused_before_anything_starts(
-    flinkish_env: FlinkishEnv,
-) -> None:
-    (flinkish_env.root / "job.py").write_text("print('hi')\n")
-    result = flinkish_env.run(
-        "run", "-D", "execution.checkpointing.dir=s3://bucket/checkpoints", "job.py", check=False
-    )
-    assert result.returncode != 0
-    assert "Spark has no S3A file system" in result.stderr
-    assert "hadoop-aws" in result.stderr and "pipeline.jars" in result.stderr
-    assert not flinkish_env.logs.exists() or not any(flinkish_env.logs.iterdir())
-
-
 @pytest.mark.parametrize("example", ["datastream/streaming_word_count.py", "table/word_count.py"])
 def test_flinks_own_pyflink_examples_are_refused_before_any_jvm(
     flinkish_env: FlinkishEnv, flink, example: str

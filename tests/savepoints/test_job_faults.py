@@ -153,3 +153,36 @@ def test_a_running_jobs_checkpoint_claimed_or_damaged(flinkish_env: FlinkishEnv)
     cycle.wait_until_all_processed()
     env.run("cancel", resumed, check=True)
     cycle.check_exactly_once()
+
+
+def test_a_stop_whose_savepoint_fails_leaves_the_job_running(flinkish_env: FlinkishEnv) -> None:
+    """As Flink's (FLINK-21030): ``stop --savepointPath`` onto a full disk says why it failed,
+    and the job runs on from its latest checkpoint (its driver restarted) instead of ending
+    FAILED without a savepoint; the input that arrives then is processed, and a stop to a
+    writable target ends it with a savepoint: every row once."""
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    cycle.add_input(2)
+    job = cycle.start()
+    cycle.wait_until_all_processed()
+    first_driver = env.driver_pid(job)
+    with small_tmpfs(env.root / "small", "2m") as disk:
+        fill(disk, 16 * 1024)
+        message = _error(env.run("stop", "--savepointPath", str(disk / "sp"), job))
+        assert "No space left on the device to write" in message, message
+        assert f"Cannot stop job {job}: its savepoint failed: " in message, message
+        assert "The job runs on from its latest checkpoint" in message, message
+        left = list((disk / "sp").glob("savepoint-*")) if (disk / "sp").exists() else []
+        assert left == [], "the partial savepoint was removed"
+    deadline = time.monotonic() + 180  # a driver of its own again, RUNNING
+    while (listed := env.polled(job))["state"] != "RUNNING" or env.driver_pid(job) == first_driver:
+        assert listed["state"] in ("RUNNING", "RESTARTING"), listed
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.5)
+    assert listed["last-savepoint"] is None or listed["last-savepoint"]["state"] != "COMPLETED"
+    cycle.add_input(2)  # the job that runs on reads it
+    cycle.wait_until_all_processed()
+    stopped = savepoint_path(env.run("stop", "--savepointPath", str(env.savepoints), job,
+                                     check=True).stdout)  # fmt: skip
+    assert env.job(job)["state"] == "FINISHED"
+    assert (Path(stopped) / "_metadata").is_file()
+    cycle.check_exactly_once()

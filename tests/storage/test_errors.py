@@ -154,16 +154,26 @@ def test_missing_key_is_not_found(s3_server: S3Server, s3_bucket: str, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_hdfs_without_a_spark_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plain CLI has no JVM: hdfs:// is explained, not attempted."""
+def test_hdfs_without_a_spark_driver_goes_through_webhdfs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain CLI has no JVM: hdfs:// goes to the NameNode's WebHDFS, and a NameNode that
+    does not answer is said in one message naming the address and the key that sets it."""
+    import socket
     import sys
 
     monkeypatch.delitem(sys.modules, "pyspark", raising=False)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = StorageSettings(hadoop_conf={"dfs.namenode.http-address": f"127.0.0.1:{port}"})
+    storage = open_storage("hdfs://127.0.0.1:8020/flink/checkpoints", settings)
+    assert type(storage).__name__ == "WebHdfsStorage"
     with pytest.raises(StorageError) as caught:
-        open_storage("hdfs://namenode:8020/flink/checkpoints")
-    assert "hdfs://namenode:8020/flink/checkpoints" in caught.value.message
-    assert "Spark driver" in caught.value.message
-    assert "s3://" in str(caught.value.hint)
+        storage.list("hdfs://127.0.0.1:8020/flink/checkpoints")
+    assert caught.value.message.startswith(
+        f"Cannot reach the NameNode's WebHDFS at http://127.0.0.1:{port} (to list "
+        "hdfs://127.0.0.1:8020/flink/checkpoints)"
+    )
+    assert "flink.hadoop.dfs.namenode.http-address" in str(caught.value.hint)
 
 
 # -- a server that checks signatures ----------------------------------------------------------

@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.config import load_configuration
-from flinkish_cli.errors import JobError
+from flinkish_cli.errors import ConfigError, JobError
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import pyspark_home
-from flinkish_cli.submission.submit import check_session_cluster, driver_archive
+from flinkish_cli.submission.submit import (
+    check_session_cluster,
+    driver_archive,
+    refuse_session_connectors,
+    ship_connectors,
+    ship_s3a,
+)
 
 
 def test_a_session_cluster_that_answers_passes() -> None:
@@ -53,3 +59,50 @@ def test_the_drivers_map_the_archive_unless_class_data_sharing_is_off(
     assert f"-XX:SharedArchiveFile={archive}" in options and missing is None
     assert driver_archive(off, "client") == ([], None)
     assert driver_archive(on, "cluster") == ([], None)
+
+
+def test_connectors_and_packages_are_shipped_as_files_beside_pipeline_jars(
+    tmp_path: Path,
+) -> None:
+    """``flinkish.connectors: kafka`` becomes jar files (from Maven's cache) that join the
+    ``spark.jars`` of ``pipeline.jars``; ``spark.jars.packages`` never reaches Spark's Ivy."""
+    own = tmp_path / "own.jar"
+    own.write_bytes(b"")
+    config = load_configuration(tmp_path, ["flinkish.connectors=kafka", f"pipeline.jars={own}"])
+    spark_conf = {"spark.jars": str(own), "spark.jars.packages": ""}
+    ship_connectors(config, spark_conf)
+    shipped = spark_conf["spark.jars"].split(",")
+    assert shipped[0] == str(own)
+    assert any("spark-sql-kafka-0-10_2.13-" in jar for jar in shipped)
+    assert all(Path(jar).is_file() for jar in shipped)
+    assert "spark.jars.packages" not in spark_conf
+
+
+def test_checkpoints_on_s3_ship_s3a_matched_to_sparks_hadoop(tmp_path: Path) -> None:
+    """A checkpoint directory on S3: hadoop-aws of pyspark's Hadoop version and the AWS SDK
+    bundle it depends on join ``spark.jars`` (from Maven's cache), and ``s3://`` is served by
+    S3A; elsewhere nothing changes, and a job that ships its own hadoop-aws keeps it."""
+    hadoop = sorted((pyspark_home() / "jars").glob("hadoop-client-api-*.jar"))[-1].name
+    version = hadoop.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    own = tmp_path / "own.jar"
+    own.write_bytes(b"")
+    spark_conf = {"spark.jars": str(own)}
+    ship_s3a("s3://bucket/checkpoints", spark_conf)
+    shipped = spark_conf["spark.jars"].split(",")
+    assert shipped[0] == str(own)
+    assert any(Path(jar).name == f"hadoop-aws-{version}.jar" for jar in shipped), shipped
+    assert any(Path(jar).name.startswith("bundle-2.") for jar in shipped), shipped
+    assert all(Path(jar).is_file() for jar in shipped)
+    assert spark_conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    untouched = {"spark.jars": str(own)}
+    ship_s3a("hdfs://namenode:8020/checkpoints", untouched)
+    assert untouched == {"spark.jars": str(own)}
+    theirs = {"spark.jars": "/opt/jars/hadoop-aws-3.5.0.jar"}
+    ship_s3a("s3a://bucket/checkpoints", theirs)
+    assert theirs["spark.jars"] == "/opt/jars/hadoop-aws-3.5.0.jar"
+
+
+def test_a_session_cluster_is_told_to_load_connectors_when_it_starts(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be added to a running session cluster"):
+        refuse_session_connectors(load_configuration(tmp_path, ["flinkish.connectors=kafka"]))
+    refuse_session_connectors(load_configuration(tmp_path))

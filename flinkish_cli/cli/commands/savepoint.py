@@ -18,7 +18,7 @@ from flinkish_cli.cli.options import (
     output_option,
     savepoint_type_option,
 )
-from flinkish_cli.cli.output import echo, print_json, print_table, print_trigger
+from flinkish_cli.cli.output import echo, print_json, print_table, print_trigger, source_offsets
 
 
 @click.command(cls=FlinkCommand, short_help="Trigger, dispose of, inspect or list savepoints.")
@@ -154,7 +154,7 @@ def _show_info(summary: dict, output: str) -> None:
                     str(operator["partitions"]) if operator else "-",
                     ", ".join(f"{k}={v}" for k, v in (operator or {}).get("rows", {}).items())
                     or "-",
-                    _offsets(query["source-offsets"]),
+                    source_offsets(query["source-offsets"]),
                 ]
             )
     print_table(
@@ -176,10 +176,3 @@ def _show_info(summary: dict, output: str) -> None:
 def _batch(batch: int) -> str:
     """A query's last committed batch; ``-`` for one saved before its first (-1)."""
     return "-" if batch < 0 else str(batch)
-
-
-def _offsets(offsets: list) -> str:
-    import json
-
-    text = json.dumps(offsets, separators=(",", ":"))
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -39,7 +39,7 @@ import click
 
 from flinkish_cli.cli.flink_args import FlinkCommand
 from flinkish_cli.cli.options import common_options, load_config, output_option
-from flinkish_cli.cli.output import echo, is_terminal, print_json, print_table
+from flinkish_cli.cli.output import echo, is_terminal, print_json, print_table, source_offsets
 from flinkish_cli.config.units import human_bytes
 
 TARGET = "<savepoint | checkpoint | JobID>"
@@ -113,9 +113,10 @@ def ls(
     echo(f"{what.get(listing.kind, listing.kind)} {listing.path}{job}")
     rows = []
     for q in listing.queries:
+        offsets = source_offsets(q.source_offsets)
         if not q.operators:
             note = "no state yet" if q.batch < 0 else "stateless"
-            rows.append([q.name, _batch(q.batch), "-", note, "-", "-", "-", "-", "-", "-"])
+            rows.append([q.name, _batch(q.batch), "-", note, "-", "-", "-", "-", "-", "-", offsets])
         for op in q.operators:
             for store in op.stores:
                 rows.append(
@@ -131,6 +132,7 @@ def ls(
                         "-" if store.rows is None else str(store.rows),
                         human_bytes(store.bytes if store.bytes is not None else op.bytes)
                         + ("" if store.bytes is not None or len(op.stores) == 1 else " (all)"),
+                        offsets,
                     ]
                 )
     print_table(
@@ -146,6 +148,7 @@ def ls(
             "value schema",
             "rows",
             "bytes",
+            "source offsets",
         ],
         rows,
     )

@@ -1,0 +1,143 @@
+"""Spark's Kafka source under flinkish's lifecycle, on a real broker with Spark's real Kafka
+connector (``flinkish.connectors: kafka``): a script in the idiom of Spark's Kafka
+integration guide goes through ``run -d``, ``savepoint``, ``stop --savepointPath`` and
+``run -s -p 4``, and its file sink holds every record exactly once; the savepoints show
+each source's Kafka offsets per topic-partition."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from flinkish_cli.spark.connectors import installed
+from flinkish_cli.spark.install import pyspark_home
+from tests.fixtures.cycle import savepoint_path
+from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, read_json_dir
+from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, produce
+
+pytestmark = pytest.mark.spark
+
+JOB = str(JOBS / "kafka_orders.py")
+CONNECTOR = ("-D", "flinkish.connectors=kafka")
+
+
+def orders(start: int, count: int) -> list[tuple[str, str]]:
+    return [(f"k{i % 7}", f"order-{i}") for i in range(start, start + count)]
+
+
+def wait_for_rows(output: Path, expected: int, timeout: float = 240) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = read_json_dir(output) if output.exists() else []
+        if len(rows) >= expected:
+            return rows
+        assert time.monotonic() < deadline, f"{len(rows)} of {expected} records in the sink"
+        time.sleep(0.5)
+
+
+def test_kafka_source_through_savepoint_stop_and_rescaled_resume_exactly_once(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    env = flinkish_env
+    topic = create_topic(kafka_broker, partitions=2)
+    output = env.root / "out"
+    args = (JOB, str(kafka_broker), topic, str(output))
+    produce(kafka_broker, topic, orders(0, 40))
+
+    job = job_id_of(env.run("run", "-d", *CONNECTOR, *args, check=True).stdout)
+    wait_for_rows(output, 40)
+    first = savepoint_path(env.run("savepoint", job, check=True).stdout)
+    assert env.job(job)["state"] == "RUNNING"
+
+    produce(kafka_broker, topic, orders(40, 20))
+    wait_for_rows(output, 60)
+    stops = env.root / "stops"
+    stopped = env.run("stop", "--savepointPath", str(stops), job, check=True).stdout
+    second = savepoint_path(stopped)
+    assert second.startswith(f"{stops}/")
+    assert env.job(job)["state"] == "FINISHED"
+
+    # The stop savepoint holds the source's end offsets per topic-partition: all 60 records.
+    info = json.loads(env.run("savepoint", "info", second, "--output", "json", check=True).stdout)
+    (query,) = info["queries"]
+    (offsets,) = query["source-offsets"]
+    assert set(offsets) == {topic} and set(offsets[topic]) == {"0", "1"}
+    assert sum(offsets[topic].values()) == 60
+    text = env.run("savepoint", "info", second, check=True).stdout
+    for partition, offset in offsets[topic].items():
+        assert f"{topic}-{partition}={offset}" in text
+    listed = json.loads(env.run("state", "ls", second, "--output", "json", check=True).stdout)
+    assert listed["queries"][0]["source-offsets"] == [offsets]
+
+    produce(kafka_broker, topic, orders(60, 20))  # while the job is stopped
+    resumed = job_id_of(
+        env.run("run", "-d", "-s", second, "-p", "4", *CONNECTOR, *args, check=True).stdout
+    )
+    rows = wait_for_rows(output, 80)
+    env.run("cancel", resumed, check=True)
+
+    seen = collections.Counter((r["partition"], r["offset"]) for r in read_json_dir(output))
+    assert len(seen) == 80 and set(seen.values()) == {1}, "every record exactly once"
+    assert sorted(r["value"] for r in rows) == sorted(v.upper() for _, v in orders(0, 80))
+    assert Path(first, "_metadata").is_file()
+
+
+def test_a_spark_connector_of_another_spark_is_refused_before_anything_starts(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    env = flinkish_env
+    refused = env.run(
+        "run",
+        "-d",
+        "-D",
+        "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1",
+        JOB,
+        "127.0.0.1:9",
+        "orders",
+        str(env.root / "out"),
+        check=False,
+    )
+    assert refused.returncode == 1
+    first = refused.stderr.strip().splitlines()[0]
+    assert first.endswith(
+        "spark.jars.packages: org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1 is Spark "
+        f"4.1.1's connector, and the installed Spark is {installed(pyspark_home()).spark_version}."
+    ), refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not env.checkpoints.exists() or not any(env.checkpoints.iterdir())
+
+
+def test_kafka_sink_through_stop_and_resume_writes_every_record_at_least_once(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    """Spark's Kafka sink (``writeStream.format("kafka")``) is at-least-once: after a stop
+    with a savepoint and a resume, the sink topic holds every input record's output; a
+    record written twice would be a batch Spark wrote again (the docs say when)."""
+    env = flinkish_env
+    source, sink = create_topic(kafka_broker, partitions=2), create_topic(kafka_broker)
+    args = (str(JOBS / "kafka_to_kafka.py"), str(kafka_broker), source, sink)
+    produce(kafka_broker, source, orders(0, 30))
+    job = job_id_of(env.run("run", "-d", *CONNECTOR, *args, check=True).stdout)
+    wait_for_records(kafka_broker, sink, 30)
+    stopped = savepoint_path(
+        env.run("stop", "--savepointPath", str(env.root / "stops"), job, check=True).stdout
+    )
+    produce(kafka_broker, source, orders(30, 20))  # while the job is stopped
+    resumed = job_id_of(env.run("run", "-d", "-s", stopped, *CONNECTOR, *args, check=True).stdout)
+    found = wait_for_records(kafka_broker, sink, 50)
+    env.run("cancel", resumed, check=True)
+    values = collections.Counter(value for *_, value in found)
+    assert set(values) == {v.upper() for _, v in orders(0, 50)}, "every record at least once"
+
+
+def wait_for_records(broker: str, topic: str, expected: int, timeout: float = 240) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = consume_all(broker, topic, expected, timeout=10)
+        if len(found) >= expected:
+            return found
+        assert time.monotonic() < deadline, f"{len(found)} of {expected} records in {topic}"
