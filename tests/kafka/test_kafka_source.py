@@ -141,3 +141,13 @@ def wait_for_records(broker: str, topic: str, expected: int, timeout: float = 24
         if len(found) >= expected:
             return found
         assert time.monotonic() < deadline, f"{len(found)} of {expected} records in {topic}"
+
+
+def test_info_plans_a_kafka_script_with_its_connector(flinkish_env: FlinkishEnv) -> None:
+    """``flinkish info`` plans the script in a local session with the job's connectors: the
+    Kafka source is found (no broker needed to plan)."""
+    args = (JOB, "127.0.0.1:9", "orders", str(flinkish_env.root / "out"))
+    shown = flinkish_env.run("info", *CONNECTOR, *args, check=True).stdout
+    assert "StreamingRelation kafka" in shown
+    missing = flinkish_env.run("info", *args, check=False)
+    assert missing.returncode == 1 and "KAFKA_DATA_SOURCE_NOT_ENABLED" in missing.stderr
