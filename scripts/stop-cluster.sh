@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
       if [ "$1" = --dir ]; then dir=$2; else timeout=$2; fi
       shift 2
       ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "ERROR: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
