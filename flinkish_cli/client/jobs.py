@@ -190,11 +190,12 @@ class JobClient(JobClientBase):
         from flinkish_cli.plan.job import Entry
         from flinkish_cli.runtime.planner import plan_queries
         from flinkish_cli.spark.install import check_java
-        from flinkish_cli.submission.submit import RunRequest, check_program
+        from flinkish_cli.submission.submit import RunRequest, check_program, ship_connectors
 
         path = check_program(RunRequest(script=script))
         check_java()
         translation = to_spark(self.config)
+        ship_connectors(self.config, translation.conf)  # its connectors, as its job gets them
         master = translation.master if translation.master.startswith("local") else "local[*]"
         conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
         entry = Entry(kind="file", target=str(path), args=args)

@@ -30,6 +30,7 @@ from flinkish_cli.runtime.file_backlog import FileBacklog
 from flinkish_cli.runtime.flavour import CONNECT, Flavour
 from flinkish_cli.runtime.graphs import GraphRecorder
 from flinkish_cli.runtime.identity import QueryIdentity
+from flinkish_cli.runtime.kafka_offsets import GroupCommitter
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import message_lines
@@ -75,6 +76,8 @@ class JobQueries:
         self._footprints: dict[str, Any] = {}
         self.graphs = GraphRecorder(registry, plan.job_id, flavour, self.checkpoint_storage)
         self.backlog = FileBacklog(self._open_storage)  # a file source's lag
+        #: each committed batch's Kafka offsets, to the sources' consumer groups
+        self.kafka_offsets = GroupCommitter(plan.name)
 
     @property
     def _entries(self) -> dict[str, QueryStatus]:
@@ -287,6 +290,10 @@ class JobQueries:
             entry.figures = BatchFigures.from_spark(progress)
         self.graphs.progressed(str(name), progress)
         log.info("%s", done.line(str(name)))  # one line a batch (Spark's own is at INFO, off)
+        try:
+            self.kafka_offsets.committed(str(name), self.handles.get(str(name)), progress)
+        except Exception as error:  # never the batch's concern
+            log.debug("Kafka offsets of %s not committed: %s", name, error)
         self.has_run = True
         self.keeper.changed()
         self.watcher.completed(str(name), done)
@@ -361,6 +368,7 @@ class JobQueries:
     def new_attempt(self) -> None:
         """Forget the handles of the previous attempt: the program starts its queries again."""
         self.handles = {}
+        self.kafka_offsets.new_attempt()  # the new attempt's queries: their sources again
         self.stopped = False
         with self.keeper.lock:
             self.keeper.status.queries_started = False

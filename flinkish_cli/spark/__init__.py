@@ -5,6 +5,9 @@
 - :mod:`.local`: a quiet local Spark session inside the CLI (``info``, ``savepoint info``).
 - :mod:`.failures`: a Spark or Python failure put in a few lines for a user.
 - :mod:`.converters`: pyspark's py4j converters of NumPy values, without importing pandas.
+- :mod:`.maven`: Maven coordinates as cached jar files, resolved with the machine's ``mvn``.
+- :mod:`.connectors`: the connectors a job ships (``flinkish.connectors``,
+  ``spark.jars.packages``), matched to the installed Spark.
 
 Below every other package but :mod:`flinkish_cli.plan` and :mod:`flinkish_cli.errors`,
 which are all it imports.

@@ -135,11 +135,6 @@ def resolve_artifacts(coordinates: Sequence[Coordinate]) -> list[Artifact]:
     return resolve_pom(pom(unique), ", ".join(str(c) for c in unique))
 
 
-def cached(pom_text: str) -> list[Artifact] | None:
-    """The artifacts of a POM already resolved into the cache, else None."""
-    return _read(jars_cache() / cache_key(pom_text))
-
-
 def resolve_pom(pom_text: str, what: str) -> list[Artifact]:
     """The runtime dependencies of the POM ``pom_text`` (``what`` names them in messages)."""
     target = jars_cache() / cache_key(pom_text)

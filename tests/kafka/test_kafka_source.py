@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import collections
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, 
 pytestmark = pytest.mark.spark
 
 JOB = str(JOBS / "kafka_orders.py")
+KAFKA_POM = Path(__file__).resolve().parents[2] / "scripts" / "maven" / "kafka" / "pom.xml"
 CONNECTOR = ("-D", "flinkish.connectors=kafka")
 
 
@@ -141,3 +144,60 @@ def wait_for_records(broker: str, topic: str, expected: int, timeout: float = 24
         if len(found) >= expected:
             return found
         assert time.monotonic() < deadline, f"{len(found)} of {expected} records in {topic}"
+
+
+def test_info_plans_a_kafka_script_with_its_connector(flinkish_env: FlinkishEnv) -> None:
+    """``flinkish info`` plans the script in a local session with the job's connectors: the
+    Kafka source is found (no broker needed to plan)."""
+    args = (JOB, "127.0.0.1:9", "orders", str(flinkish_env.root / "out"))
+    shown = flinkish_env.run("info", *CONNECTOR, *args, check=True).stdout
+    assert "StreamingRelation kafka" in shown
+    missing = flinkish_env.run("info", *args, check=False)
+    assert missing.returncode == 1 and "KAFKA_DATA_SOURCE_NOT_ENABLED" in missing.stderr
+
+
+def described_group(group: str, broker: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """``kafka-consumer-groups --describe --group GROUP``, Kafka's own tool (from the broker's
+    jars): ``(topic, partition) -> (current offset, lag)``."""
+    classpath = subprocess.run(
+        [sys.executable, "-m", "flinkish_cli.spark.maven", "--pom", str(KAFKA_POM)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    tool = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    options = ["--bootstrap-server", broker, "--describe", "--group", group]
+    described = subprocess.run(
+        ["java", "-cp", classpath, tool, *options],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    found = {}
+    for line in described.stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[0] == group and fields[2].isdigit():
+            found[(fields[1], int(fields[2]))] = (int(fields[3]), int(fields[5]))
+    return found
+
+
+def test_each_committed_batch_commits_its_offsets_to_the_consumer_group(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    """Flink's commit.offsets.on.checkpoint: after the job's batches, Kafka's own
+    kafka-consumer-groups shows the group named after the job at the end offsets of the
+    source's partitions, lag 0."""
+    env = flinkish_env
+    topic = create_topic(kafka_broker, partitions=2)
+    output = env.root / "out"
+    produce(kafka_broker, topic, orders(0, 30))
+    args = ("-D", "pipeline.name=orders-offsets", *CONNECTOR, JOB, str(kafka_broker), topic)
+    job = job_id_of(env.run("run", "-d", *args, str(output), check=True).stdout)
+    rows = wait_for_rows(output, 30)
+    ends = {p: max(r["offset"] for r in rows if r["partition"] == p) + 1 for p in (0, 1)}
+    expected = {(topic, p): (end, 0) for p, end in ends.items()}  # lag 0: caught up
+    deadline = time.monotonic() + 180
+    while (found := described_group("flinkish-orders-offsets", kafka_broker)) != expected:
+        assert time.monotonic() < deadline, f"the group shows {found}, the batches {expected}"
+        time.sleep(1)
+    env.run("cancel", job, check=True)
