@@ -77,15 +77,7 @@ fi
 rm -f "$pidfile" "$dir/kafka.bootstrap"
 
 for value in "$port" "$controller_port"; do
-  if ! "$python" -c '
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$value"; then
+  if ! "$python" "$root/scripts/port_free.py" "$value"; then
     die "port $value on 127.0.0.1 is in use: choose other ports (--kafka-port, --kafka-controller-port) or stop what uses it"
   fi
 done

@@ -201,15 +201,7 @@ start_hdfs() {
   rm -f "$dir/hdfs.pid" "$dir/hdfs.url"
   for value in "$hdfs_port" "$hdfs_http_port"; do
     [ "$value" = 0 ] && continue
-    if ! "$python" -c '
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$value"; then
+    if ! "$python" "$(dirname "$0")/port_free.py" "$value"; then
       die "port $value on 127.0.0.1 is in use: choose other ports (see --help) or stop what uses it"
     fi
   done
@@ -416,15 +408,7 @@ if [ $session = 1 ]; then
 fi
 for port in "${ports[@]}"; do
   [ "$port" = 0 ] && continue
-  if ! "$python" -c '
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$port"; then
+  if ! "$python" "$(dirname "$0")/port_free.py" "$port"; then
     die "port $port on 127.0.0.1 is in use: choose other ports (see --help) or stop what uses it"
   fi
 done
