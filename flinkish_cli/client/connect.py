@@ -224,11 +224,12 @@ def _through(config: Any, address: str, named_by: str, timeout: float) -> Any:
 def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[str, Any]:
     import http.client  # only a command that asks an endpoint pays for it
 
-    from flinkish_cli.submission.endpoint import CLUSTER_PATH, SESSION_KEY
+    from flinkish_cli.rest.messages import CLUSTER
+    from flinkish_cli.submission.endpoint import SESSION_KEY
 
     address = endpoint.address
     try:
-        reply = endpoint.request("GET", CLUSTER_PATH, timeout=timeout)
+        reply = endpoint.request(CLUSTER.method, CLUSTER.path, timeout=timeout)
     except (http.client.HTTPException, ConnectionResetError):
         raise ConnectServerPort(
             f"{address} does not answer as flinkish web (not HTTP/1.1: a Spark Connect "
@@ -256,7 +257,7 @@ def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[st
     if not isinstance(document, dict) or SESSION_KEY not in document:
         endpoint.close()
         raise EndpointRefused(
-            f"{address} answers HTTP {reply.status} to {CLUSTER_PATH}: it is not flinkish "
+            f"{address} answers HTTP {reply.status} to {CLUSTER.path}: it is not flinkish "
             "web's REST endpoint.",
             "Give -m the address flinkish web prints (flinkish web: http://host:port), or "
             "leave -m out to read the registry in storage.",

@@ -14,7 +14,7 @@ is :mod:`.base`'s.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -231,7 +231,7 @@ class JobClient(JobClientBase):
         follow: bool = False,
         last_lines: int | None = None,
         ticks: bool = False,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """The job's driver log in chunks of text; ``follow`` keeps reading while it runs
         (with ``ticks``, an empty chunk whenever a look found nothing new: ``flinkish web``
         stops between them when its client has gone or it is stopping)."""
@@ -293,11 +293,12 @@ class JobClient(JobClientBase):
         format_type: str = "CANONICAL",
         end_state: JobState = JobState.FINISHED,
         trigger_id: str | None = None,
-        ttl: float = DETACHED_TTL,
+        ttl: float | None = None,
     ) -> str:
         """Ask a running job to stop with a savepoint without waiting; the trigger id (the
         caller's, when it chose one: see :func:`~flinkish_cli.client.asking.send_detached`).
-        The job carries it out within ``ttl`` seconds, or never."""
+        The job carries it out within ``ttl`` seconds (:data:`DETACHED_TTL` without one), or
+        never."""
         job_id, command = self._stop_command(job_id, target, drain, end_state, format_type)
         detached = dataclasses.replace(command, detached=True)
         return send_detached(self.registry, job_id, detached, ttl, trigger_id)
@@ -309,7 +310,7 @@ class JobClient(JobClientBase):
         target: str | None,
         format_type: str = "CANONICAL",
         trigger_id: str | None = None,
-        ttl: float = DETACHED_TTL,
+        ttl: float | None = None,
     ) -> str:
         """Ask a running job for a savepoint without waiting; the trigger id."""
         status = self._running(job_id, "take a savepoint of")
@@ -322,7 +323,7 @@ class JobClient(JobClientBase):
         return send_detached(self.registry, status.job_id, command, ttl, trigger_id)
 
     def checkpoint_detached(
-        self, job_id: str, trigger_id: str | None = None, ttl: float = DETACHED_TTL
+        self, job_id: str, trigger_id: str | None = None, ttl: float | None = None
     ) -> str:
         """Ask a running job for its next checkpoint without waiting; the trigger id."""
         status = self._running(job_id, "checkpoint")
@@ -334,7 +335,7 @@ class JobClient(JobClientBase):
         parallelism: int,
         reason: str = "Asked for by user.",
         trigger_id: str | None = None,
-        ttl: float = DETACHED_TTL,
+        ttl: float | None = None,
     ) -> str:
         """Ask a running job to rescale in place to ``parallelism`` without waiting (Flink's
         resource requirements over REST); the trigger id, whose :meth:`trigger_result` is
@@ -416,9 +417,9 @@ class JobClient(JobClientBase):
     def dispose_detached(self, path: str) -> str:
         """Dispose of a savepoint now and keep the outcome in the registry under a new
         trigger id (Flink's asynchronous disposal): the trigger id."""
-        from flinkish_cli.client.wire import error_document
         from flinkish_cli.registry import operations
         from flinkish_cli.registry.control import new_request_id
+        from flinkish_cli.rest.wire import error_document
 
         trigger_id = new_request_id()
         try:
@@ -433,8 +434,8 @@ class JobClient(JobClientBase):
 
     def disposal_result(self, trigger_id: str) -> TriggerResult | None:
         """The outcome of :meth:`dispose_detached`; None for an unknown trigger id."""
-        from flinkish_cli.client.wire import error_from_document
         from flinkish_cli.registry import operations
+        from flinkish_cli.rest.wire import error_from_document
 
         outcome = operations.result(self.registry, trigger_id)
         if outcome is None:

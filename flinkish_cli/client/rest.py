@@ -56,25 +56,18 @@ from urllib.parse import quote, urlencode
 
 from flinkish_cli.client.asking import require_running, wait_until_ended
 from flinkish_cli.client.base import JobClientBase, resolve_local, savepoint_target
-from flinkish_cli.client.wire import (
-    ERROR_HEADER,
-    HEARTBEAT_SECONDS,
-    LAST_SAVEPOINTS,
-    REGISTRY_JOBS,
-    REGISTRY_SAVEPOINTS,
-    TIMEOUT_HEADER,
-    UPLOAD_PATH,
-    control_path,
-    error_from_header,
-    job_path,
-    read_event,
-    run_path,
-    upgrade_path,
-)
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
+from flinkish_cli.rest import messages as m
+from flinkish_cli.rest.wire import (
+    ERROR_HEADER,
+    HEARTBEAT_SECONDS,
+    TIMEOUT_HEADER,
+    error_from_header,
+    read_event,
+)
 
 if TYPE_CHECKING:
     from flinkish_cli.client.upgrade_outcome import (
@@ -260,8 +253,8 @@ class RemoteJobs:
         self.endpoint = endpoint
 
     def _read(self, job_id: str) -> JobStatus | FlinkishError:
-        path = job_path(parse_job_id(job_id))
-        reply = self.endpoint.call("GET", path, expect=(200, 404))
+        path = m.REGISTRY_JOB.url(jobid=parse_job_id(job_id))
+        reply = self.endpoint.call(m.REGISTRY_JOB.method, path, expect=(200, 404))
         if reply.status == 404:
             error = reply.error()
             if error is None or type(error) is not JobError:  # a 404 of another server
@@ -306,14 +299,14 @@ class RemoteChannel:
         if action == Action.STOP.value and args.get("savepoint"):
             assert not args.get("upgrade"), "upgrades do not go through flinkish web"
             if args.get("end_state") == JobState.CANCELED.value:
-                path, body = f"/jobs/{job}/savepoints", {"target-directory": target}
+                path, body = m.SAVEPOINT_TRIGGER.url(jobid=job), {"target-directory": target}
                 body["cancel-job"] = True
             else:
-                path = f"/jobs/{job}/stop"
+                path = m.STOP_WITH_SAVEPOINT.url(jobid=job)
                 body = {"targetDirectory": target, "drain": bool(args.get("drain"))}
             body.update(formatType=args.get("format_type", "CANONICAL"), triggerId=rid)
         elif action == Action.SAVEPOINT.value:
-            path = f"/jobs/{job}/savepoints"
+            path = m.SAVEPOINT_TRIGGER.url(jobid=job)
             body = {
                 "target-directory": target,
                 "cancel-job": False,
@@ -321,7 +314,7 @@ class RemoteChannel:
                 "triggerId": rid,
             }
         elif action == Action.CHECKPOINT.value:
-            path, body = f"/jobs/{job}/checkpoints", {"triggerId": rid}
+            path, body = m.CHECKPOINT_TRIGGER.url(jobid=job), {"triggerId": rid}
         else:  # cancel goes through PATCH (RestJobClient.cancel), a plain stop nowhere
             raise AssertionError(f"{action} is not sent as a trigger")
         answer = self.endpoint.json("POST", path, body=body, expect=(202,), headers=headers)
@@ -330,8 +323,8 @@ class RemoteChannel:
         return request
 
     def _answer(self, request_id: str) -> dict[str, Any]:
-        path = control_path(self.job_id, request_id)
-        answer = self.endpoint.json("GET", path)
+        path = m.CONTROL_ANSWER.url(jobid=self.job_id, triggerid=request_id)
+        answer = self.endpoint.json(m.CONTROL_ANSWER.method, path)
         if not isinstance(answer, dict):
             raise self.endpoint.not_understood(path, "not a JSON object")
         return answer
@@ -345,19 +338,20 @@ class RemoteChannel:
         try:
             return ControlResponse.from_json(json.dumps(found), request_id)
         except (ValueError, TypeError) as error:
-            path = control_path(self.job_id, request_id)
+            path = m.CONTROL_ANSWER.url(jobid=self.job_id, triggerid=request_id)
             raise self.endpoint.not_understood(path, str(error)) from None
 
     def claimed(self, request_id: str) -> bool:
         return bool(self._answer(request_id).get("claimed"))
 
     def withdraw(self, request_id: str) -> bool:
-        path = control_path(self.job_id, request_id, "withdraw")
-        answer = self.endpoint.json("POST", path)
+        path = m.CONTROL_WITHDRAW.url(jobid=self.job_id, triggerid=request_id)
+        answer = self.endpoint.json(m.CONTROL_WITHDRAW.method, path)
         return bool(isinstance(answer, dict) and answer.get("withdrawn"))
 
     def forget(self, request_id: str) -> None:
-        self.endpoint.call("DELETE", control_path(self.job_id, request_id), expect=(200, 204))
+        path = m.CONTROL_FORGET.url(jobid=self.job_id, triggerid=request_id)
+        self.endpoint.call(m.CONTROL_FORGET.method, path, expect=(200, 204))
 
 
 class RestJobClient(JobClientBase):
@@ -371,6 +365,9 @@ class RestJobClient(JobClientBase):
         self.jobs = RemoteJobs(endpoint)
         self._identity = identity
         self.transport = f"flinkish web at {endpoint.address}"
+        #: the endpoint's cluster document (:data:`~flinkish_cli.rest.messages.CLUSTER`),
+        #: as :func:`~flinkish_cli.client.connect.job_client` read it
+        self.cluster: dict[str, Any] = {}
 
     # -- the transport ---------------------------------------------------------------------
     def open(self) -> RestJobClient:
@@ -397,12 +394,12 @@ class RestJobClient(JobClientBase):
 
     # -- reading ---------------------------------------------------------------------------
     def list_jobs(self) -> tuple[list[JobStatus], list[UnreadableJob]]:
-        answer = self.endpoint.json("GET", REGISTRY_JOBS)
+        answer = self.endpoint.json(m.REGISTRY_JOBS.method, m.REGISTRY_JOBS.path)
         try:
             statuses = [JobStatus.from_dict(d) for d in answer["jobs"]]
             unreadable = [UnreadableJob(**u) for u in answer["unreadable"]]
         except (ValueError, TypeError, KeyError, AttributeError) as error:
-            raise self.endpoint.not_understood(REGISTRY_JOBS, str(error)) from None
+            raise self.endpoint.not_understood(m.REGISTRY_JOBS.path, str(error)) from None
         return statuses, unreadable
 
     def find(self, job_id: str) -> JobStatus | None:
@@ -419,7 +416,8 @@ class RestJobClient(JobClientBase):
         query: dict[str, str] = {"follow": "true"} if follow else {}
         if last_lines is not None:
             query["lines"] = str(last_lines)
-        path = job_path(parse_job_id(job_id), "log") + (f"?{urlencode(query)}" if query else "")
+        path = m.REGISTRY_LOG.url(jobid=parse_job_id(job_id))
+        path += f"?{urlencode(query)}" if query else ""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         for chunk in self.endpoint.stream(path, None if follow else self.endpoint.timeout * 6):
             text = decoder.decode(chunk)
@@ -430,8 +428,8 @@ class RestJobClient(JobClientBase):
             yield rest
 
     def job_info(self, job_id: str) -> dict[str, Any]:
-        path = f"/flinkish/jobs/{parse_job_id(job_id)}/info"
-        answer = self.endpoint.json("GET", path)
+        path = m.JOB_INFO.url(jobid=parse_job_id(job_id))
+        answer = self.endpoint.json(m.JOB_INFO.method, path)
         if not isinstance(answer, dict):
             raise self.endpoint.not_understood(path, "not a JSON object")
         return answer
@@ -439,9 +437,9 @@ class RestJobClient(JobClientBase):
     def savepoint_history(self, job_id: str | None = None) -> list[SavepointRecord]:
         from flinkish_cli.registry.history import SavepointRecord
 
-        path = REGISTRY_SAVEPOINTS
+        path = m.REGISTRY_SAVEPOINTS.path
         if job_id is not None:
-            path = job_path(parse_job_id(job_id), "savepoints")
+            path = m.REGISTRY_JOB_SAVEPOINTS.url(jobid=parse_job_id(job_id))
         answer = self.endpoint.json("GET", path)
         try:
             return [SavepointRecord.from_dict(r) for r in answer["savepoints"]]
@@ -456,8 +454,8 @@ class RestJobClient(JobClientBase):
         for status in statuses:
             if status.effective_state().is_terminal:
                 continue
-            path = job_path(status.job_id, "rescales")
-            body = self.endpoint.call("GET", path).body
+            path = m.REGISTRY_JOB_RESCALES.url(jobid=status.job_id)
+            body = self.endpoint.call(m.REGISTRY_JOB_RESCALES.method, path).body
             found[status.job_id] = RescaleHistory.from_json(body.decode("utf-8", "replace"))
         return found
 
@@ -471,10 +469,10 @@ class RestJobClient(JobClientBase):
         found: dict[str, Any] = {}
         for start in range(0, len(job_ids), 100):  # URLs of a few kB at most
             batch = job_ids[start : start + 100]
-            path = f"{LAST_SAVEPOINTS}?jobs={quote(','.join(batch), safe=',')}"
-            answer = self.endpoint.json("GET", path)
+            path = f"{m.LAST_SAVEPOINTS.path}?jobs={quote(','.join(batch), safe=',')}"
+            answer = self.endpoint.json(m.LAST_SAVEPOINTS.method, path)
             if not isinstance(answer, dict) or not isinstance(answer.get("last-savepoints"), dict):
-                raise self.endpoint.not_understood(LAST_SAVEPOINTS, "no last-savepoints")
+                raise self.endpoint.not_understood(m.LAST_SAVEPOINTS.path, "no last-savepoints")
             found.update(answer["last-savepoints"])
         try:
             return {
@@ -482,7 +480,7 @@ class RestJobClient(JobClientBase):
                 for j in job_ids
             }
         except (ValueError, TypeError, KeyError, AttributeError) as error:
-            raise self.endpoint.not_understood(LAST_SAVEPOINTS, str(error)) from None
+            raise self.endpoint.not_understood(m.LAST_SAVEPOINTS.path, str(error)) from None
 
     # -- acting ----------------------------------------------------------------------------
     def cancel(self, job_id: str, timeout: float | None = None, wait: bool = True) -> JobStatus:
@@ -493,8 +491,8 @@ class RestJobClient(JobClientBase):
         timeout = CANCEL_TIMEOUT if timeout is None else timeout
         status = require_running(self.jobs, job_id, "cancel")
         self.endpoint.call(
-            "PATCH",
-            f"/jobs/{status.job_id}?mode=cancel",
+            m.JOB_CANCEL.method,
+            m.JOB_CANCEL.url(jobid=status.job_id) + "?mode=cancel",
             expect=(202,),
             timeout=timeout + SLACK_SECONDS,
         )
@@ -518,10 +516,11 @@ class RestJobClient(JobClientBase):
         job = parse_job_id(job_id)
         given = resolve_local(target) if target is not None else None  # checked there
         if end_state is JobState.CANCELED:
-            path = f"/jobs/{job}/savepoints"
+            path = m.SAVEPOINT_TRIGGER.url(jobid=job)
             body: dict[str, Any] = {"target-directory": given, "cancel-job": True}
         else:
-            path, body = f"/jobs/{job}/stop", {"targetDirectory": given, "drain": drain}
+            path = m.STOP_WITH_SAVEPOINT.url(jobid=job)
+            body = {"targetDirectory": given, "drain": drain}
         return self._trigger(path, {**body, "formatType": format_type}, trigger_id, ttl)
 
     def savepoint_detached(
@@ -536,14 +535,14 @@ class RestJobClient(JobClientBase):
         job = parse_job_id(job_id)
         given = resolve_local(target) if target is not None else None  # checked there
         body = {"target-directory": given, "cancel-job": False, "formatType": format_type}
-        return self._trigger(f"/jobs/{job}/savepoints", body, trigger_id, ttl)
+        return self._trigger(m.SAVEPOINT_TRIGGER.url(jobid=job), body, trigger_id, ttl)
 
     def checkpoint_detached(
         self, job_id: str, trigger_id: str | None = None, ttl: float | None = None
     ) -> str:
         """Flink's ``POST /jobs/:jobid/checkpoints`` (one request, as :meth:`stop_detached`)."""
         job = parse_job_id(job_id)
-        return self._trigger(f"/jobs/{job}/checkpoints", {}, trigger_id, ttl)
+        return self._trigger(m.CHECKPOINT_TRIGGER.url(jobid=job), {}, trigger_id, ttl)
 
     def _trigger(
         self, path: str, body: dict[str, Any], trigger_id: str | None, ttl: float | None
@@ -561,17 +560,19 @@ class RestJobClient(JobClientBase):
         """Flink's ``POST /savepoint-disposal``, then its result (the server disposes of it
         before it answers); a relative local path is the caller's."""
         path = resolve_local(path).rstrip("/")
-        answer = self.endpoint.json("POST", "/savepoint-disposal", body={"savepoint-path": path})
+        disposal = m.SAVEPOINT_DISPOSAL
+        answer = self.endpoint.json(disposal.method, disposal.path, body={"savepoint-path": path})
         trigger = answer.get("request-id") if isinstance(answer, dict) else None
         if not isinstance(trigger, str):
-            raise self.endpoint.not_understood("/savepoint-disposal", "it names no trigger")
+            raise self.endpoint.not_understood(disposal.path, "it names no trigger")
         deadline = time.monotonic() + SLACK_SECONDS
         while True:
-            reply = self.endpoint.call("GET", f"/savepoint-disposal/{quote(trigger)}")
+            status_path = m.SAVEPOINT_DISPOSAL_STATUS.url(triggerid=trigger)
+            reply = self.endpoint.call(m.SAVEPOINT_DISPOSAL_STATUS.method, status_path)
             try:
                 status = json.loads(reply.body)["status"]["id"]
             except (ValueError, TypeError, KeyError) as error:
-                raise self.endpoint.not_understood("/savepoint-disposal", str(error)) from None
+                raise self.endpoint.not_understood(disposal.path, str(error)) from None
             if status == "COMPLETED":
                 return
             if time.monotonic() > deadline:
@@ -601,8 +602,10 @@ class RestJobClient(JobClientBase):
         """Upload the job's code and start it there (``flinkish run``'s request, with this
         configuration); its JobID. The server answers once the job's supervisor runs."""
         upload_id, run = self._upload(request)
-        path = run_path(upload_id)
-        answer = self.endpoint.json("POST", path, body=run.to_json(), timeout=SLACK_SECONDS * 4)
+        path = m.JAR_RUN.url(jarid=upload_id)
+        answer = self.endpoint.json(
+            m.JAR_RUN.method, path, body=run.to_json(), timeout=SLACK_SECONDS * 4
+        )
         job_id = answer.get("jobid") if isinstance(answer, dict) else None
         if not isinstance(job_id, str):
             raise self.endpoint.not_understood(path, "it names no job")
@@ -619,10 +622,10 @@ class RestJobClient(JobClientBase):
 
         archive, entry = program_archive(request)
         body = {"name": Path(entry).name, "archive": base64.b64encode(archive).decode()}
-        answer = self.endpoint.json("POST", UPLOAD_PATH, body=body)
+        answer = self.endpoint.json(m.JAR_UPLOAD.method, m.JAR_UPLOAD.path, body=body)
         upload_id = answer.get("filename") if isinstance(answer, dict) else None
         if not isinstance(upload_id, str):
-            raise self.endpoint.not_understood(UPLOAD_PATH, "it names no upload")
+            raise self.endpoint.not_understood(m.JAR_UPLOAD.path, "it names no upload")
         given = request.from_savepoint
         return upload_id, UploadedRun(
             entry=entry,
@@ -646,10 +649,10 @@ class RestJobClient(JobClientBase):
         from flinkish_cli.client.upgrade_outcome import UpgradeOutcome
 
         upload_id, run = self._upload(request.program)
-        path = upgrade_path(upload_id)
+        path = m.JAR_UPGRADE.url(jarid=upload_id)
         body = request.to_json(run.to_json())
         pending = b""
-        for chunk in self.endpoint.stream(path, HEARTBEAT_SECONDS * 6, "POST", body):
+        for chunk in self.endpoint.stream(path, HEARTBEAT_SECONDS * 6, m.JAR_UPGRADE.method, body):
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
                 try:

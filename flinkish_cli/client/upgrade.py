@@ -339,9 +339,9 @@ class Upgrade:
                     return verdict.failure
             if new.exited():
                 status = self.registry.find(new.job_id)
-                verdict = judge(status) if status is not None else None
-                if verdict is not None and (verdict.stable or verdict.failure):
-                    return verdict.failure
+                last = judge(status) if status is not None else None
+                if last is not None and (last.stable or last.failure):
+                    return last.failure
                 return f"ended before it ran (its driver exited; see its log {new.log_path})"
             if time.monotonic() >= deadline:
                 waiting = judge(status).waiting if status is not None else "its driver to report"

@@ -19,7 +19,7 @@ a query's (Flink's task scope):
 - per job that is not over, its JobManager as Flink's application mode has one per job
   (labels ``host`` and the job's): ``flink_jobmanager_numRunningJobs`` (1),
   ``..._numRegisteredTaskManagers``, ``..._taskSlotsTotal`` and ``..._taskSlotsAvailable``
-  (:class:`~flinkish_cli.web.flink_json.JobCluster`, as ``/overview`` counts them), and from
+  (:class:`~flinkish_cli.web.flink_cluster.JobCluster`, as ``/overview`` counts them), and from
   the job's record of its JVMs (:mod:`flinkish_cli.registry.jvm`) Flink's process gauges:
   ``flink_jobmanager_Status_JVM_*`` for the driver and ``flink_taskmanager_Status_JVM_*``
   (label ``tm_id``, Spark's executor id) for each executor that runs tasks:
@@ -73,7 +73,9 @@ from flinkish_cli.registry.jvm import JvmRecord, Process
 from flinkish_cli.registry.rescales import RescaleHistory
 from flinkish_cli.registry.status import JobState, JobStatus, parse_timestamp
 from flinkish_cli.registry.task_time import task_time
-from flinkish_cli.web.flink_json import JobCluster, vertex_id
+from flinkish_cli.rest import messages
+from flinkish_cli.web.flink_cluster import JobCluster
+from flinkish_cli.web.flink_json import vertex_id
 
 log = logging.getLogger("flinkish.web")
 
@@ -268,9 +270,8 @@ def _autoscaler(
     latest = history.latest or {}
     if isinstance(latest.get("target"), int):
         g["as_target"].add_metric(labels, latest["target"])
-    figures = latest.get("figures") if isinstance(latest.get("figures"), dict) else {}
-    queries = figures.get("queries") if isinstance(figures.get("queries"), dict) else {}
-    utilisation = figures.get("utilisation") if isinstance(figures.get("utilisation"), dict) else {}
+    figures: dict[str, Any] = _mapping(latest.get("figures"))
+    queries, utilisation = _mapping(figures.get("queries")), _mapping(figures.get("utilisation"))
     for name, query in queries.items():
         if not isinstance(query, dict):
             continue
@@ -356,4 +357,9 @@ def metrics_route(client: Any) -> Route:
         body = await run_in_threadpool(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    return Route("/metrics", metrics, methods=["GET"])
+    return Route(messages.METRICS.path, metrics, methods=[messages.METRICS.method])
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
