@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from flinkish_cli.client.jobs import JobClient
+from flinkish_cli.client.uploads import Uploads
 from flinkish_cli.errors import FlinkishError
 from flinkish_cli.rest import messages as m
 from flinkish_cli.web import dashboard
@@ -46,10 +47,14 @@ log = logging.getLogger("flinkish.web")
 
 
 def create_app(
-    client: JobClient, settings: WebSettings, stopping: Stopping | None = None
+    client: JobClient,
+    settings: WebSettings,
+    stopping: Stopping | None = None,
+    uploads: Uploads | None = None,
 ) -> ASGIApp:
     """The ASGI application of ``flinkish web``; ``stopping`` is set when the server is
-    asked to stop (its long answers end then)."""
+    asked to stop (its long answers end then); ``uploads`` the services for programs sent
+    here (by default without a warm runner)."""
     from starlette.responses import FileResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
@@ -57,7 +62,7 @@ def create_app(
     from flinkish_cli.web.metrics import metrics_route
 
     stopping = stopping or Stopping()
-    serving = Serving(client, settings, stopping)
+    serving = Serving(client, settings, stopping, uploads)
     flink = FlinkApi(serving).routes() + RescaleRoutes(client, settings).routes()
 
     async def page(request: Request) -> Response:
@@ -111,7 +116,7 @@ def create_app(
             await asyncio.sleep(every)
             try:
                 await run_in_threadpool(
-                    client.sweep_uploads, settings.upload_dir, settings.upload_timeout
+                    serving.uploads.sweep_uploads, settings.upload_dir, settings.upload_timeout
                 )
             except OSError as error:
                 log.warning("Could not remove old uploads under %s: %s", settings.upload_dir, error)

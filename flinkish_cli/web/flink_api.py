@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from flinkish_cli.client.jobs import TriggerResult, checkpoint_of, is_trigger_id
+from flinkish_cli.client.base import TriggerResult, checkpoint_of, is_trigger_id
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.rest import messages as m
 from flinkish_cli.web import flink_checkpoints, flink_cluster, flink_json, parsing

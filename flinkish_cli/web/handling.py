@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from flinkish_cli.client.jobs import JobClient
+from flinkish_cli.client.uploads import Uploads
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.registry.store import UnreadableStatusError
@@ -48,9 +49,15 @@ class Serving:
     """What the handlers of one application share."""
 
     def __init__(
-        self, client: JobClient, settings: WebSettings, stopping: Stopping | None = None
+        self,
+        client: JobClient,
+        settings: WebSettings,
+        stopping: Stopping | None = None,
+        uploads: Uploads | None = None,
     ) -> None:
         self.client = client
+        #: the services for programs sent here (``web.submit.enable``)
+        self.uploads = uploads or Uploads(client)
         self.settings = settings
         self.stopping = stopping or Stopping()
         #: the upgrades carried out for the CLI (the server's shutdown waits for them)
@@ -69,6 +76,7 @@ class Handlers:
         self.client = serving.client
         self.settings = serving.settings
         self.stopping = serving.stopping
+        self.uploads = serving.uploads
         self.upgrades = serving.upgrades
         self.follows = serving.follows
         self.waits = serving.waits

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from starlette.requests import Request
 
-from flinkish_cli.client.jobs import is_trigger_id
+from flinkish_cli.client.base import is_trigger_id
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.web.replies import FlinkError
 
@@ -108,7 +108,7 @@ def savepoint_target(data: dict, key: str) -> None:
 def request_timeout(request: Request) -> float:
     """How long a trigger's sender waits for the job (``Flinkish-Request-Timeout``, seconds):
     the trigger expires then; without the header, Flink's detached meaning (a day)."""
-    from flinkish_cli.client.jobs import DETACHED_TTL
+    from flinkish_cli.client.base import DETACHED_TTL
     from flinkish_cli.rest.wire import TIMEOUT_HEADER
 
     raw = request.headers.get(TIMEOUT_HEADER)

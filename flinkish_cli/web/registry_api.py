@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from flinkish_cli.client.jobs import is_trigger_id
+from flinkish_cli.client.base import is_trigger_id
 from flinkish_cli.errors import JobError
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.store import UnreadableStatusError

@@ -33,7 +33,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from flinkish_cli.client.jobs import JobClient, is_trigger_id
+from flinkish_cli.client.base import is_trigger_id
+from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobStatus

@@ -23,7 +23,7 @@ from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.rest import wire
 
 if TYPE_CHECKING:
-    from flinkish_cli.client.upgrade_outcome import UpgradeOutcome
+    from flinkish_cli.client.upgrade.outcome import UpgradeOutcome
 
 log = logging.getLogger("flinkish.web")
 

@@ -42,8 +42,8 @@ class UploadsApi(Handlers):
         directory, keep = self.settings.upload_dir, self.settings.upload_timeout
 
         def upload() -> str:
-            self.client.sweep_uploads(directory, keep)
-            return self.client.upload_program(archive, directory)
+            self.uploads.sweep_uploads(directory, keep)
+            return self.uploads.upload_program(archive, directory)
 
         upload_id = await self._act(upload, "")
         return ok({"filename": upload_id, "status": "success"})
@@ -61,16 +61,15 @@ class UploadsApi(Handlers):
             ) from None
         upload_id = request.path_params["jarid"]
         job_id = await self._act(
-            lambda: self.client.run_upload(self.settings.upload_dir, upload_id, body, session),
+            lambda: self.uploads.run_upload(self.settings.upload_dir, upload_id, body, session),
             "",
         )
         return ok({"jobid": job_id})
 
     async def upgrade_program(self, request: Request) -> Response:
         """``POST /flinkish/jars/:id/upgrade``: ``flinkish upgrade`` with the uploaded program,
-        carried out here (:func:`client.upgrade.upgrade_upload`); its events as they happen
+        carried out here (:meth:`client.uploads.Uploads.upgrade`); its events as they happen
         (:mod:`.upgrades`). A request that cannot be read is refused before anything starts."""
-        from flinkish_cli.client.upgrade import upgrade_upload
         from flinkish_cli.web.upgrades import UpgradeStream
 
         session = self._require_submit()
@@ -85,8 +84,8 @@ class UploadsApi(Handlers):
         slot.__enter__()
         try:
             upgrade = await self._act(
-                lambda: upgrade_upload(
-                    self.client, self.settings.upload_dir, upload_id, body, session, stream
+                lambda: self.uploads.upgrade(
+                    self.settings.upload_dir, upload_id, body, session, stream
                 ),
                 "",
             )

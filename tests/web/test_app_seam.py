@@ -19,7 +19,8 @@ from typing import Any, cast
 
 import pytest
 
-from flinkish_cli.client.jobs import JobClient, TriggerResult
+from flinkish_cli.client.base import TriggerResult
+from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.errors import JobError
 from flinkish_cli.registry.control import DETACHED_TTL
 from flinkish_cli.registry.status import JobState, JobStatus
