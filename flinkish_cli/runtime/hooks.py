@@ -224,6 +224,10 @@ def _patch_writer(cls: type) -> None:
     )
 
     def record(self: Any, key: str, value: Any) -> None:
+        if value is not None:
+            if not hasattr(self, "_flinkish_options"):
+                self._flinkish_options = {}
+            self._flinkish_options[str(key)] = str(value)
         if value is not None and str(key).lower() == _CHECKPOINT_OPTION:
             self._flinkish_checkpoint = str(value)
         elif value is not None and str(key).lower() == "path":
@@ -377,6 +381,17 @@ def _patch_stop(cls: type) -> None:
 def set_writer_option(flavour: Flavour, writer: Any, key: str, value: str) -> None:
     """Set an option on ``writer`` as pyspark would, without recording it as the script's."""
     original(flavour.writer, "option")(writer, key, value)
+
+
+def set_writer_foreach_batch(flavour: Flavour, writer: Any, func: Any) -> None:
+    """Make ``writer``'s sink ``func`` (a ``foreachBatch``), without recording it as the
+    script's (the query keeps the identity of the sink the script chose)."""
+    original(flavour.writer, "foreachBatch")(writer, func)
+
+
+def writer_options(writer: Any) -> dict[str, str]:
+    """The options the script set on ``writer`` (``option``/``options``/``start``'s)."""
+    return dict(getattr(writer, "_flinkish_options", {}))
 
 
 def set_writer_trigger(flavour: Flavour, writer: Any, **kwargs: Any) -> None:
