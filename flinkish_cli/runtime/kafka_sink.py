@@ -126,6 +126,48 @@ class TransactionalSink:
         faults.inject("kafka-sink-committed", self.spec.attempt)
 
 
+class TransactionalBatchWrites:
+    """Wraps a script's own ``foreachBatch`` function: each ``df.write.format("kafka")
+    .save()`` it makes in a batch is written as :class:`TransactionalSink` writes, the k-th of
+    the batch as the sink ``<query>-w<k>`` (its own transactional ids and markers)."""
+
+    def __init__(
+        self,
+        function: Callable[[Any, int], Any],
+        spec: SinkSpec,
+        offsets: Callable[[int], str],
+        slot: Any,
+    ) -> None:
+        self.function = function
+        self.spec = spec
+        self.offsets = offsets
+        self.slot = slot  # hooks.batch_kafka_writer
+        self._marker_ready = False
+
+    def __call__(self, df: Any, batch_id: int) -> Any:
+        count = [0]
+
+        def write(frame: Any, options: dict[str, str]) -> None:
+            count[0] += 1
+            given = {k: v for k, v in options.items() if k.lower() != "checkpointlocation"}
+            spec = spec_for(
+                given, self.spec.prefix, f"{self.spec.query}-w{count[0]}", self.spec.attempt
+            )
+            if not self._marker_ready:
+                ensure_marker_topic(spec)
+                self._marker_ready = True
+            marker = batch_marker(int(batch_id), self.offsets(int(batch_id)))
+            frame.rdd.foreachPartition(partial(write_partition, spec, int(batch_id), marker))
+
+        self.slot.write = write
+        try:
+            result = self.function(df, batch_id)
+        finally:
+            self.slot.write = None
+        faults.inject("kafka-sink-committed", self.spec.attempt)
+        return result
+
+
 def batch_marker(batch_id: int, offsets: str) -> str:
     """A batch's marker: its id and a digest of its offset log entry. A replay of the batch
     (the same entry) finds its marker; a batch of the same id planned anew (a job resumed

@@ -35,6 +35,7 @@ from flinkish_cli.runtime.kafka_sink import (
     EXACTLY_ONCE,
     GUARANTEE_KEY,
     PREFIX_KEY,
+    TransactionalBatchWrites,
     TransactionalSink,
     spec_for,
 )
@@ -94,7 +95,10 @@ class JobQueries:
         """A Kafka sink under ``exactly-once``: written in Kafka transactions
         (:mod:`~flinkish_cli.runtime.kafka_sink`) instead of by Spark's sink."""
         conf = self.plan.flink_conf
-        if getattr(writer, "_flinkish_sink", None) != "kafka":
+        sink = getattr(writer, "_flinkish_sink", None)
+        function = getattr(writer, "_flinkish_batch_function", None)
+        own_batches = sink == "foreachBatch" and function is not None
+        if sink != "kafka" and not (own_batches and self.flavour.batch_writer is not None):
             return
         if conf.get(GUARANTEE_KEY, "").strip().lower() != EXACTLY_ONCE:
             return
@@ -105,6 +109,10 @@ class JobQueries:
         def offsets(batch: int) -> str:
             return str(storage.read_text(f"{root}/offsets/{batch}"))
 
+        if own_batches:
+            writes = TransactionalBatchWrites(function, spec, offsets, hooks.batch_kafka_writer)
+            hooks.set_writer_foreach_batch(self.flavour, writer, writes)
+            return
         hooks.set_writer_foreach_batch(self.flavour, writer, TransactionalSink(spec, offsets))
         log.info(
             "Kafka sink of '%s': exactly-once, in Kafka transactions '%s-%s-<partition>'.",

@@ -132,3 +132,41 @@ def test_bad_delivery_guarantee_settings_are_one_line_and_start_nothing(
     assert line in refused.stderr.strip().splitlines()[0], refused.stderr
     assert "Traceback" not in refused.stderr
     assert not env.checkpoints.exists() or not any(env.checkpoints.iterdir())
+
+
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
+def test_a_foreach_batch_kafka_writer_replayed_after_a_kill_writes_twice_or_once(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker, guarantee: str
+) -> None:
+    """A script's own ``foreachBatch`` writing with ``df.write.format("kafka")``, its JVM
+    killed after the batch's write and before Spark's commit log: at-least-once (Spark's
+    writer) writes the replayed batch again, and a read_committed reader reads every record
+    twice; exactly-once finds the batch's markers and writes nothing again."""
+    env = flinkish_env
+    source, sink = create_topic(kafka_broker, partitions=2), create_topic(kafka_broker)
+    flag = env.root / f"killed-{guarantee}"
+    job_file = str(JOBS / "kafka_foreach_batch.py")
+    settings = ("-D", f"flinkish.kafka.sink.delivery-guarantee={guarantee}")
+    settings += ("-D", "flinkish.kafka.sink.transactional-id-prefix=fb-eos")
+    args = (*CONNECTOR, *settings, *RESTARTS, job_file, str(kafka_broker), source, sink)
+    produce(kafka_broker, source, orders(0, 20))
+    job = job_id_of(env.run("run", "-d", *args, str(flag), check=True).stdout)
+    read_until(kafka_broker, sink, expected_values(20))
+    deadline = time.monotonic() + 300  # the restarted driver's replay of the batch
+    while not (env.job(job)["state"] == "RUNNING" and flag.exists() and replayed(env, job)):
+        assert time.monotonic() < deadline, "the batch was not replayed"
+        time.sleep(0.5)
+    produce(kafka_broker, source, orders(20, 5))
+    found = read_until(kafka_broker, sink, expected_values(25))
+    env.run("cancel", job, check=True)
+    seen = collections.Counter(value for *_, value in found)
+    first = {seen[value] for value in expected_values(20)}
+    assert first == ({2} if guarantee == "at-least-once" else {1}), seen
+    assert {seen[v.upper()] for _, v in orders(20, 5)} == {1}
+
+
+def replayed(env: FlinkishEnv, job: str) -> bool:
+    """Whether the job's restarted driver has committed a batch (its log says so)."""
+    logs = list((env.root / "log").glob(f"*{job}*.log"))
+    text = logs[0].read_text(errors="replace") if logs else ""
+    return "Driver attempt 1" in text and "batch 0:" in text.split("Driver attempt 1", 1)[1]
