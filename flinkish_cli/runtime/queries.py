@@ -30,7 +30,11 @@ from flinkish_cli.runtime.file_backlog import FileBacklog
 from flinkish_cli.runtime.flavour import CONNECT, Flavour
 from flinkish_cli.runtime.graphs import GraphRecorder
 from flinkish_cli.runtime.identity import QueryIdentity
-from flinkish_cli.runtime.kafka_offsets import GroupCommitter
+from flinkish_cli.runtime.kafka_offsets import (
+    GroupCommitter,
+    added_partitions,
+    added_partitions_line,
+)
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import message_lines
@@ -290,6 +294,9 @@ class JobQueries:
             entry.figures = BatchFigures.from_spark(progress)
         self.graphs.progressed(str(name), progress)
         log.info("%s", done.line(str(name)))  # one line a batch (Spark's own is at INFO, off)
+        added = added_partitions(progress)
+        if added:
+            log.info("%s", added_partitions_line(str(name), added))
         try:
             self.kafka_offsets.committed(str(name), self.handles.get(str(name)), progress)
         except Exception as error:  # never the batch's concern

@@ -55,6 +55,11 @@ class Following(StreamingResponse):
                 await self.ended()
 
 
+#: How many savepoints' source offsets are kept read (a job's last savepoint and the one it
+#: was restored from, for a few hundred jobs).
+SAVEPOINT_OFFSETS_KEPT = 512
+
+
 class FlinkRestApi:
     """Flink's REST API over one job client."""
 
@@ -72,6 +77,8 @@ class FlinkRestApi:
         self.follows = Pool("log follows", settings.max_follows, "flinkish.web.max-follows")
         self.waits = Pool("actions that wait for a job or start a program", LONG_ACTIONS)
         self.upgrade_answers = Pool("upgrades streaming their events", LONG_ACTIONS)
+        #: savepoint path -> each query's source offsets in it (:meth:`_savepoint_offsets`)
+        self._offsets: dict[str, dict[str, list[Any]] | None] = {}
 
     async def _status(self, job_id: str, missing: str | None = None) -> JobStatus:
         """The job's status; Flink's 404 (``missing``, else "Job <id> not found"), with the
@@ -139,12 +146,39 @@ class FlinkRestApi:
         return ok(flink_json.job_config(status, conf))
 
     async def job_checkpoints(self, request: Request) -> Response:
-        """The job's checkpoint statistics: counts, the latest completed checkpoint and savepoint,
-        and the history of micro-batches."""
+        """The job's checkpoint statistics: counts, the latest completed checkpoint, savepoint
+        and restore (each with its sources' offsets, Kafka's per topic-partition), and the
+        history of micro-batches."""
         status = await self._status(parsing.job_id(request))
         savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
         history = self.settings.history_size
-        return ok(flink_json.checkpoints(status, history, last_savepoint=savepoint))
+        paths = {p for p in (savepoint.path if savepoint else None, status.restored_from) if p}
+        held = {}
+        for path in paths:
+            offsets = await run_in_threadpool(self._savepoint_offsets, path)
+            if offsets is not None:
+                held[path] = offsets
+        return ok(
+            flink_json.checkpoints(
+                status, history, last_savepoint=savepoint, savepoint_offsets=held
+            )
+        )
+
+    def _savepoint_offsets(self, path: str) -> dict[str, list[Any]] | None:
+        """Each query's source offsets in the savepoint (or checkpoint) at ``path``, from its
+        manifest (read once: a savepoint does not change); None when it cannot be read."""
+        if path not in self._offsets:
+            try:
+                info = self.client.savepoint_info(path, rows=False)
+                found: dict[str, list[Any]] | None = {
+                    q["name"]: q["source-offsets"] for q in info["queries"]
+                }
+            except Exception:  # gone, unreadable, not a savepoint: no offsets shown
+                found = None
+            if len(self._offsets) >= SAVEPOINT_OFFSETS_KEPT:
+                self._offsets.pop(next(iter(self._offsets)))
+            self._offsets[path] = found
+        return self._offsets[path]
 
     async def job_exceptions(self, request: Request) -> Response:
         """The job's exception history (``?maxExceptions=`` the newest only)."""
