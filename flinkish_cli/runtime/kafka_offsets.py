@@ -22,11 +22,12 @@ import logging
 import threading
 from typing import Any
 
+from flinkish_cli.registry.batch_figures import KAFKA_SOURCE
+
 log = logging.getLogger("flinkish.runtime")
 
 #: How long one commit may take before it is given up (the next batch tries again).
 COMMIT_TIMEOUT_S = 30
-KAFKA_SOURCE = "KafkaV2["
 
 
 def default_group(job_name: str) -> str:

@@ -1,6 +1,8 @@
 """The example jobs' orders pipeline, Kafka to Kafka, on the shared broker: ``orders_kafka.py``
 (the DataStream form) and ``orders_kafka_sql.py`` (``spark.sql`` over a Kafka-backed stream)
-write the same large orders, each once, for a ``read_committed`` consumer."""
+write the same large orders, each once, for a ``read_committed`` consumer; while they work
+off their backlog (a few records a batch), a real Prometheus scraping ``flinkish web``'s
+``/metrics`` sees the source's lag in Flink's Kafka connector's names go down to 0."""
 
 from __future__ import annotations
 
@@ -11,10 +13,14 @@ import pytest
 
 from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of
 from tests.fixtures.kafka_broker import KafkaBroker, create_topic, produce
+from tests.fixtures.prometheus import running_prometheus
+from tests.fixtures.web_server import running_web
 from tests.kafka.test_kafka_source import CONNECTOR, wait_for_records
 
 pytestmark = pytest.mark.spark
 
+PENDING = "flink_taskmanager_job_task_operator_pendingRecords"
+LAG_MAX = "flink_taskmanager_job_task_operator_KafkaSourceReader_KafkaConsumer_records_lag_max"
 JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
 STATUSES = ("created", " paid ", "Shipped", "cancelled")
 
@@ -52,10 +58,20 @@ def test_the_orders_pipeline_from_kafka_to_kafka(
     want = expected(orders)
     assert 0 < len(want) < len(orders)
     args = ["--bootstrap-servers", str(kafka_broker), "--source-topic", source]
-    args += ["--sink-topic", sink]
-    started = env.run("run", "-d", *CONNECTOR, str(JOBS_DIR / job), *args, check=True)
-    found = wait_for_records(kafka_broker, sink, len(want))
-    env.run("cancel", job_id_of(started.stdout), check=True)
+    args += ["--sink-topic", sink, "--max-offsets-per-trigger", "8"]
+    with running_web(env) as web, running_prometheus(web.address, env.root) as prometheus:
+        started = env.run("run", "-d", *CONNECTOR, str(JOBS_DIR / job), *args, check=True)
+        jid = job_id_of(started.stdout)
+        found = wait_for_records(kafka_broker, sink, len(want))
+        selector = f'{{job_id="{jid}",operator_name=~"Source: KafkaV2.*"}}'
+        # the backlog as it was worked off, and the lag once the job caught up
+        seen = prometheus.wait_for(f"max_over_time({PENDING}{selector}[10m]) > 0")
+        assert 0 < float(seen[0]["value"][1]) <= len(orders) - 8
+        caught_up = prometheus.wait_for(f"{PENDING}{selector} == 0")
+        assert caught_up[0]["metric"]["subtask_index"] == "0"
+        most = prometheus.wait_for(f"max_over_time({LAG_MAX}{selector}[10m])")
+        assert 0 < float(most[0]["value"][1]) <= float(seen[0]["value"][1])
+    env.run("cancel", jid, check=True)
 
     written = {key: json.loads(value) for *_, key, value in found}
     assert len(found) == len(want) == len(written), "each large order once"
