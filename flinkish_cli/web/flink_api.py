@@ -81,12 +81,23 @@ class FlinkApi(Handlers):
         return ok(flink_json.job_config(status, conf))
 
     async def job_checkpoints(self, request: Request) -> Response:
-        """The job's checkpoint statistics: counts, the latest completed checkpoint and savepoint,
-        and the history of micro-batches."""
+        """The job's checkpoint statistics: counts, the latest completed checkpoint, savepoint
+        and restore (each with its sources' offsets, Kafka's per topic-partition), and the
+        history of micro-batches."""
         status = await self._status(parsing.job_id(request))
         savepoint = await run_in_threadpool(self.client.last_savepoint, status.job_id)
         history = self.settings.history_size
-        return ok(flink_checkpoints.checkpoints(status, history, last_savepoint=savepoint))
+        paths = {p for p in (savepoint.path if savepoint else None, status.restored_from) if p}
+        held = {}
+        for path in paths:
+            offsets = await run_in_threadpool(self.serving.savepoint_offsets, path)
+            if offsets is not None:
+                held[path] = offsets
+        return ok(
+            flink_checkpoints.checkpoints(
+                status, history, last_savepoint=savepoint, savepoint_offsets=held
+            )
+        )
 
     async def job_exceptions(self, request: Request) -> Response:
         """The job's exception history (``?maxExceptions=`` the newest only)."""

@@ -82,15 +82,40 @@ def checkpoint_history(status: JobStatus, size: int) -> list[dict[str, Any]]:
     return entries[:size]
 
 
+def batch_source_offsets(status: JobStatus, query: str, batch_id: int) -> list[Any] | None:
+    """Each source's end offsets after batch ``batch_id`` of ``query`` (Spark's form: for a
+    Kafka source ``{topic: {partition: next offset}}``), where the query's figures are that
+    batch's; None otherwise."""
+    entry = status.queries.get(query)
+    figures = entry.figures if entry else None
+    if figures is None or figures.batch_id != batch_id:
+        return None
+    return [s.end_offset for s in figures.sources]
+
+
 def checkpoints(
-    status: JobStatus, size: int, last_savepoint: SavepointRecord | None = None
+    status: JobStatus,
+    size: int,
+    last_savepoint: SavepointRecord | None = None,
+    savepoint_offsets: dict[str, dict[str, list[Any]]] | None = None,
 ) -> dict[str, Any]:
     """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics): ``counts`` are
     the job's committed micro-batches (:meth:`JobStatus.completed_checkpoints`), ``latest``
     its newest batch and ``last_savepoint``, the newest completed savepoint of its history
-    (:meth:`~flinkish_cli.registry.history.SavepointHistory.last_completed`)."""
+    (:meth:`~flinkish_cli.registry.history.SavepointHistory.last_completed`).
+
+    flinkish's own ``source_offsets``: in ``latest.completed``, each source's end offsets
+    after that batch; in ``latest.savepoint`` and ``latest.restored``, each query's sources'
+    offsets as the savepoint holds them (``savepoint_offsets``: path → query → offsets, as
+    ``savepoint info`` shows them), where they could be read."""
     history = checkpoint_history(status, size)
     completed = status.completed_checkpoints()
+    held = savepoint_offsets or {}
+    latest = dict(history[0]) if history else None
+    if latest is not None:
+        offsets = batch_source_offsets(status, latest["query"], latest["id"])
+        if offsets is not None:
+            latest["source_offsets"] = offsets
     savepoint = None
     if last_savepoint is not None:
         taken = int(last_savepoint.time * 1000)
@@ -115,6 +140,8 @@ def checkpoints(
             "external_path": last_savepoint.path,
             "discarded": False,
         }
+        if last_savepoint.path in held:
+            savepoint["source_offsets"] = held[last_savepoint.path]
     restored = None
     if status.restored_from:
         restored = {
@@ -123,6 +150,8 @@ def checkpoints(
             "is_savepoint": "savepoint-" in status.restored_from,
             "external_path": status.restored_from,
         }
+        if status.restored_from in held:
+            restored["source_offsets"] = held[status.restored_from]
     return {
         "counts": {
             "restored": 1 if status.restored_from else 0,
@@ -140,7 +169,7 @@ def checkpoints(
             "persisted_data": stats_summary([]),
         },
         "latest": {
-            "completed": history[0] if history else None,
+            "completed": latest,
             "savepoint": savepoint,
             "failed": None,
             "restored": restored,

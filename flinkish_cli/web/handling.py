@@ -45,6 +45,11 @@ class Following(StreamingResponse):
                 await self.ended()
 
 
+#: How many savepoints' source offsets are kept read (a job's last savepoint and the one it
+#: was restored from, for a few hundred jobs).
+SAVEPOINT_OFFSETS_KEPT = 512
+
+
 class Serving:
     """What the handlers of one application share."""
 
@@ -66,6 +71,24 @@ class Serving:
         self.follows = Pool("log follows", settings.max_follows, "flinkish.web.max-follows")
         self.waits = Pool("actions that wait for a job or start a program", LONG_ACTIONS)
         self.upgrade_answers = Pool("upgrades streaming their events", LONG_ACTIONS)
+        #: savepoint path -> each query's source offsets in it (:meth:`savepoint_offsets`)
+        self._offsets: dict[str, dict[str, list[Any]] | None] = {}
+
+    def savepoint_offsets(self, path: str) -> dict[str, list[Any]] | None:
+        """Each query's source offsets in the savepoint (or checkpoint) at ``path``, from its
+        manifest (read once: a savepoint does not change); None when it cannot be read."""
+        if path not in self._offsets:
+            try:
+                info = self.client.savepoint_info(path, rows=False)
+                found: dict[str, list[Any]] | None = {
+                    q["name"]: q["source-offsets"] for q in info["queries"]
+                }
+            except Exception:  # gone, unreadable, not a savepoint: no offsets shown
+                found = None
+            if len(self._offsets) >= SAVEPOINT_OFFSETS_KEPT:
+                self._offsets.pop(next(iter(self._offsets)))
+            self._offsets[path] = found
+        return self._offsets[path]
 
 
 class Handlers:
