@@ -26,6 +26,9 @@ from tests.fixtures.spark_cluster import stop_shared_clusters  # noqa: E402
 
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_JVM)
 os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", SHORT_JVM)  # a standalone master and worker
+# every Spark process a test starts binds and advertises loopback (the product sets it for the
+# drivers of local masters and of standalone masters on loopback: flinkish_cli/spark/loopback.py)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 pytest_plugins = [
     # S3: a real moto server on loopback (s3_server, s3_bucket); see tests/fixtures/s3server.py

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from flinkish_cli import __version__
+from flinkish_cli.spark import loopback
 from flinkish_cli.spark.install import java_binary
 
 #: The first four bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, stored in
@@ -300,6 +301,12 @@ def _build(spark_home: Path, archive: Path, timeout: float) -> tuple[Path | None
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
     env["SPARK_CONF_DIR"] = str(spark_conf_dir())
+    addresses: dict[str, str] = {}
+    loopback.apply("local[1]", addresses, env, os.environ)
+    loopback_conf = [
+        arg for key, value in addresses.items() for arg in ("--conf", f"{key}={value}")
+    ]
+    command[-1:-1] = loopback_conf  # before the workload, whose arguments follow it
     started = time.monotonic()
     try:
         result = subprocess.run(

@@ -7,6 +7,8 @@ class-data sharing archive (:mod:`.cds`) when there is a usable one: it then run
 drivers' fixed ``SPARK_CONF_DIR`` and names its log configuration with
 ``-Dlog4j.configurationFile``, as a driver does, which halves Spark's start here (about 4 s
 to 2 s) and its first job's. Without an archive it starts as before.
+
+A local master's session binds and advertises loopback only (:mod:`.loopback`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from flinkish_cli.plan.rundir import LOG4J2_FILE
+from flinkish_cli.spark import loopback
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -61,6 +64,9 @@ def local_session(
             handle.write(_LOG4J2)
         os.environ["SPARK_CONF_DIR"] = conf_dir
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        settings: dict[str, str] = {}
+        loopback.apply(master, settings, os.environ, os.environ)
+        conf = {**settings, **conf}
         options = _archive_options(log4j) if class_data_sharing else None
         if options:
             from flinkish_cli.spark import cds

@@ -35,6 +35,7 @@ from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
 from flinkish_cli.runtime.warm import connect_client_file
+from flinkish_cli.spark import loopback
 from flinkish_cli.spark.install import pyspark_home
 from flinkish_cli.submission.endpoint import is_spark_master
 
@@ -292,6 +293,7 @@ def build_command(
         env = {"SPARK_CONF_DIR": str(cds.spark_conf_dir(fallback=Path(run_dir)))}
     else:
         env = {"SPARK_CONF_DIR": run_dir}
+    loopback.apply(deployment.master, properties, env, os.environ)
     if deployment.target == LOCAL:  # executors in the driver's JVM: the jar is everywhere
         from flinkish_cli.spark import local_fs
 

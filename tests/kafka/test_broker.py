@@ -3,7 +3,6 @@ jars, on 127.0.0.1 only, stopped by scripts/stop-cluster.sh."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 from pathlib import Path
@@ -17,39 +16,17 @@ from tests.fixtures.kafka_broker import (
     produce,
     start_kafka,
 )
+from tests.fixtures.sockets import LOOPBACK, listening_addresses
 from tests.fixtures.spark_cluster import START, cluster_env, stop_cluster
 
 pytestmark = pytest.mark.spark  # starts JVMs
 
 
-def listening_sockets(pid: int) -> list[tuple[str, str, int]]:
-    """``(file, address, port)`` of every listening TCP socket of ``pid``, from /proc/net."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = []
-    for name in ("tcp", "tcp6"):
-        for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state != "0A" or inode not in inodes:  # 0A: LISTEN
-                continue
-            address, port = local.split(":")
-            found.append((name, address, int(port, 16)))
-    return found
-
-
 def test_the_broker_listens_on_127_0_0_1_only(kafka_broker: KafkaBroker) -> None:
     assert kafka_broker.pid is not None
-    sockets = listening_sockets(kafka_broker.pid)
-    assert {port for _, _, port in sockets} >= {kafka_broker.port, kafka_broker.controller_port}
-    # IPv4 127.0.0.1 as /proc/net/tcp writes it (little-endian hex); no IPv6 socket at all
-    assert sockets and all(name == "tcp" and address == "0100007F" for name, address, _ in sockets)
+    sockets = listening_addresses(kafka_broker.pid)
+    assert {port for _, port in sockets} >= {kafka_broker.port, kafka_broker.controller_port}
+    assert sockets and all(address == LOOPBACK for address, _ in sockets)
     assert kafka_broker.output.strip().splitlines()[-1] == f"bootstrap.servers: {kafka_broker}"
 
 

@@ -7,7 +7,8 @@ restore (:mod:`flinkish_cli.runtime.faults`), and then asserts the outcome: the 
 supervisor restarts the driver under the job's restart strategy with the same JobID, and
 the output is exactly once (read through the file sink's commit log), or the job ends
 FAILED with a clear cause and resumes cleanly. Nothing stays RUNNING or RESTARTING without
-a process making progress.
+a process making progress. Every process of a running job listens on 127.0.0.1 only (read
+from /proc/net).
 
 The job is ``tests/fixtures/jobs/counts/counts_job.py``: ``raw`` copies every row to Spark's
 exactly-once file sink, ``counts`` keeps a running count per key, written per batch.
@@ -36,6 +37,7 @@ from tests.fixtures.counting_input import CountingInput
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv, job_id_of
 from tests.fixtures.savepoint_files import assert_whole, tree
 from tests.fixtures.sink_log import committed_rows, complete_batches, final_counts
+from tests.fixtures.sockets import off_loopback, tree_listening
 
 pytestmark = pytest.mark.spark
 
@@ -286,6 +288,10 @@ def test_killed_jvm_python_driver_savepoint_and_a_hung_driver_are_recovered_exac
         job.wait_for_commits(job_id)
         first = job.status(job_id)
         assert first["supervisor_pid"] and _alive(first["supervisor_pid"])
+        # the job's processes (supervisor, Spark's JVM, the Python driver and workers) listen
+        # on loopback only, by flinkish's own settings (the CLI ran without SPARK_LOCAL_IP)
+        assert tree_listening(first["supervisor_pid"]), "no listening socket found at all"
+        assert not off_loopback(first["supervisor_pid"])
         [job_tmp] = system_tmp.glob(f"flinkish-{job_id}-*")  # the job's own
         assert list(job_tmp.glob("blockmgr-*")), "Spark's scratch is not in the job's directory"
 

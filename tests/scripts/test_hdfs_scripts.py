@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.hdfs import Hdfs, listening_addresses
+from tests.fixtures.hdfs import Hdfs
+from tests.fixtures.sockets import listening_addresses
 from tests.fixtures.spark_cluster import START, free_ports
 
 pytestmark = pytest.mark.spark
