@@ -155,7 +155,7 @@ def run(workspace: Workspace, params: BacklogParams, ncores: int) -> Section:
                     )
                 log_text = read_text(log_path)
                 if variant == "flinkish":
-                    log_text = _flinkish_log(conf_dir, timed.stdout)
+                    log_text = flinkish_log(conf_dir, timed.stdout)
                 batches[variant].append(
                     sum(
                         1
@@ -229,7 +229,7 @@ def _driver_exit(conf_dir: Path, stdout: str) -> float:
     return FlinkishCli(conf_dir, conf_dir).wait_exited(match.group(1)) if match else 0.0
 
 
-def _flinkish_log(conf_dir: Path, stdout: str) -> str:
+def flinkish_log(conf_dir: Path, stdout: str) -> str:
     """The driver log of the flinkish job whose submission line is in ``stdout``."""
     from benchmarks.harness import SUBMITTED
 

@@ -12,7 +12,10 @@ started once and warm): ``list -a`` over the S3 registry through the endpoint an
 from storage, ``savepoint -detached`` and ``stop -detached`` of its jobs, and ``cancel`` of a
 job on local disk whose driver is a :class:`~tests.fixtures.fake_driver.FakeDriver` polling
 its control channel as often as a real driver polls a local one (0.1 s): the time until the
-command has printed its last line and exited.
+command has printed its last line and exited. And a registry on S3 whose status index is gone
+(50 status files as a flinkish older than the index, or a hand, leaves them): ``list -a``
+through the endpoint and ``GET /jobs/overview`` of it, which the server answers from its
+cache of statuses revalidated by ETag.
 """
 
 from __future__ import annotations
@@ -118,13 +121,19 @@ def run(
             expect_jobs=True,
         ),
     ]
-    s3_conf = None
+    s3_conf = unindexed_conf = None
     if s3 is not None:
         s3.client().create_bucket(Bucket="bench-cli")
         s3_conf = workspace.conf_dir(
             "cli-s3", {**s3.flink_conf(), "execution.checkpointing.dir": "s3://bench-cli/ckpt"}
         )
         seed_registry(s3_conf)
+        unindexed_conf = workspace.conf_dir(
+            "cli-s3-unindexed",
+            {**s3.flink_conf(), "execution.checkpointing.dir": "s3://bench-cli/unindexed"},
+        )
+        seed_registry(unindexed_conf)
+        drop_status_index(unindexed_conf, s3)
         commands.append(
             Command(
                 f"flinkish list, {JOBS_IN_REGISTRY} jobs on S3 (moto)",
@@ -192,7 +201,9 @@ def run(
         c.label: (c.args, str(c.conf_dir) if c.conf_dir else None) for c in commands
     }
     try:
-        section.rows += through_web(workspace, params, s3_conf, local_conf, reference)
+        section.rows += through_web(
+            workspace, params, s3_conf, local_conf, reference, unindexed_conf
+        )
     except BenchError as error:
         section.notes.append(f"The commands through flinkish web were not measured: {error}")
     section.notes.append(
@@ -226,6 +237,34 @@ def web_server(workspace: Workspace, conf_dir: Path, name: str) -> Iterator[str]
         server.stop()
 
 
+def drop_status_index(conf_dir: Path, s3: S3Server) -> None:
+    """Delete the status index of the registry of ``conf_dir`` on S3: its status files are
+    then as a flinkish older than the index, or a hand, left them."""
+    from flinkish_cli.config import load_configuration
+    from flinkish_cli.registry.store import registry_for
+
+    index = registry_for(load_configuration(conf_dir=str(conf_dir))).status_index_dir()
+    bucket, _, prefix = index.removeprefix("s3://").partition("/")
+    client = s3.client()
+    listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix + "/").get("Contents", [])
+    if not listed:
+        raise BenchError(f"No status index under {index} to drop.")
+    client.delete_objects(
+        Bucket=bucket, Delete={"Objects": [{"Key": item["Key"]} for item in listed]}
+    )
+
+
+def http_get_seconds(url: str) -> float:
+    """Seconds of one ``GET`` of ``url`` to its last byte (a client of its own: urllib)."""
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    began = time.perf_counter()
+    with opener.open(url, timeout=30) as answer:
+        answer.read()
+    return time.perf_counter() - began
+
+
 def _job_ids(conf_dir: Path) -> list[str]:
     from flinkish_cli.config import load_configuration
     from flinkish_cli.registry.store import registry_for
@@ -239,6 +278,7 @@ def through_web(
     s3_conf: Path | None,
     local_conf: Path,
     reference: list[float],
+    unindexed_conf: Path | None = None,
 ) -> list[Row]:
     """The rows of the job actions through ``flinkish web`` (see the module's description)."""
     from flinkish_cli.config import load_configuration
@@ -270,6 +310,14 @@ def through_web(
                     timed(label, goal, [*argv, "-m", address], s3_conf)
                 label = "list -a, 50 jobs on S3, straight from storage"
                 timed(label, 0.450, ["list", "-a"], s3_conf)
+    if unindexed_conf is not None:
+        with web_server(workspace, unindexed_conf, "s3-unindexed") as address:
+            for _ in range(rounds):
+                label = "list -a, 50 jobs on S3 without a status index, through flinkish web"
+                timed(label, 0.150, ["list", "-a", "-m", address], unindexed_conf)
+                label = "GET /jobs/overview, 50 jobs on S3 without a status index"
+                seconds = http_get_seconds(f"http://{address}/jobs/overview")
+                timings.setdefault(label, ([], 0.150))[0].append(seconds)
     registry = registry_for(load_configuration(conf_dir=str(local_conf)))
     with web_server(workspace, local_conf, "local") as address:
         for _ in range(rounds):
@@ -290,7 +338,7 @@ def through_web(
         fastest = min(counted)
         rows.append(
             Row(
-                measurement=f"flinkish {label}",
+                measurement=label if label.startswith("GET ") else f"flinkish {label}",
                 value=fastest,
                 unit="s",
                 reference="python -c pass (interpreter start-up)",

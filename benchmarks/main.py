@@ -29,6 +29,7 @@ from benchmarks import (
     flink,
     lifecycle,
     machine,
+    object_store,
     profiling,
     session,
     streaming,
@@ -46,6 +47,7 @@ SECTIONS = (
     "cds",
     "flink",
     "autoscale",
+    "object_store",
 )
 #: The order of the report (SECTIONS is the order of the run: section 8 needs section 6's
 #: figures).
@@ -59,6 +61,7 @@ REPORT_ORDER = (
     "cds",
     "flink",
     "autoscale",
+    "object_store",
 )
 QUICK_OUTPUT = Path(tempfile.gettempdir()) / "flinkish-bench-quick"
 
@@ -92,6 +95,12 @@ def parameters(quick: bool) -> dict[str, Any]:
             "cds": cds.CdsParams(reps=1, enabled=optional("BENCH_CDS", quick)),
             "flink": flink.FlinkParams(reps=1, enabled=optional("BENCH_FLINK", quick)),
             "autoscale": autoscale.AutoscaleParams.quick(enabled=wanted("BENCH_AUTOSCALE")),
+            "object_store": object_store.ObjectStoreParams(
+                backlog=backlog.BacklogParams(
+                    files=4, rows_per_file=500, keys=200, max_files_per_trigger=1, reps=1
+                ),
+                enabled=optional("BENCH_OBJECT_STORE", quick),
+            ),
         }
     return {
         "backlog": backlog.BacklogParams(
@@ -117,6 +126,12 @@ def parameters(quick: bool) -> dict[str, Any]:
         "cds": cds.CdsParams(reps=3, enabled=optional("BENCH_CDS", quick)),
         "flink": flink.FlinkParams(reps=5, enabled=optional("BENCH_FLINK", quick)),
         "autoscale": autoscale.AutoscaleParams(enabled=wanted("BENCH_AUTOSCALE")),
+        "object_store": object_store.ObjectStoreParams(
+            backlog=backlog.BacklogParams(
+                files=20, rows_per_file=5_000, keys=10_000, max_files_per_trigger=1, reps=3
+            ),
+            enabled=optional("BENCH_OBJECT_STORE", quick),
+        ),
     }
 
 
@@ -279,6 +294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flink.TITLE,
                 lambda: flink.run(workspace, params["flink"], session_figures),
             )
+
+            def objects() -> Section:
+                return object_store.run(workspace, params["object_store"], ncores, s3, s3_error)
+
+            attempt("object_store", object_store.TITLE, objects)
             attempt(
                 "autoscale",
                 autoscale.TITLE,

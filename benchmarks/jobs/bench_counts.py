@@ -1,14 +1,14 @@
 """Benchmark job: a running count per key over a backlog of JSON files, then it finishes.
 
 The same unmodified script runs under ``flinkish run`` and under plain ``spark-submit``:
-it names its query, sets its own ``checkpointLocation`` (used by spark-submit, ignored by
-flinkish, which puts the checkpoint under its JobID) and ``trigger(availableNow=True)``
-(kept by flinkish), so it processes the files present at start and ends.
+it names its query, sets its own ``checkpointLocation`` (kept there by flinkish too, as by
+Spark: a script that names its checkpoint owns it) and ``trigger(availableNow=True)`` (kept
+by flinkish), so it processes the files present at start and ends.
 
 Arguments:
     --input DIR                JSON-lines files with ``key`` (string) and ``value`` (long)
     --output DIR               batch N's updated counts go to ``OUTPUT/batch=N/`` (JSON)
-    --checkpoint DIR           the query's checkpoint when run without flinkish
+    --checkpoint DIR           the query's checkpoint (a path or a URI: s3://, hdfs://)
     --max-files-per-trigger N  files per micro-batch (default: all in one batch)
 
 Output: ``batch=N/`` JSON lines ``{"key": ..., "count": ...}``; a key's final count is the one

@@ -445,14 +445,23 @@ S3A_FILE_SYSTEMS = {
 }
 
 
+#: the prefix of the Spark settings of S3A (where Flink's ``s3.*`` keys go)
+S3A_SETTINGS = "spark.hadoop.fs.s3a."
+
+
 def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
-    """A checkpoint directory on S3: Spark writes it through Hadoop's S3A file system, which
-    pyspark does not include. Unless the job ships it already (``pipeline.jars``,
+    """A job that reaches S3: Spark writes there through Hadoop's S3A file system, which
+    pyspark does not include. A job reaches S3 when its checkpoint directory is there, or when
+    its configuration has S3 settings (Flink's ``s3.*`` keys, which reach S3A as
+    ``fs.s3a.*``): its script may then name ``s3://`` paths of its own (a
+    ``checkpointLocation``, a file sink), as a Flink job does once ``flink-s3-fs-hadoop`` is
+    in ``plugins/``. Unless the job ships it already (``pipeline.jars``,
     ``spark.jars.packages``, ``flinkish.connectors: s3a``), flinkish ships ``hadoop-aws`` of
     Spark's Hadoop version with the AWS SDK bundle it needs (resolved with Maven once, then
     from the cache: :mod:`flinkish_cli.spark.connectors`), and serves ``s3://`` with S3A too,
-    so the job's paths stay as written (Flink's ``s3.*`` keys reach S3A as ``fs.s3a.*``)."""
-    if not checkpoint_root.startswith(("s3://", "s3a://")):
+    so the job's paths stay as written."""
+    configured = any(key.startswith(S3A_SETTINGS) for key in spark_conf)
+    if not checkpoint_root.startswith(("s3://", "s3a://")) and not configured:
         return
     bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
     shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]

@@ -79,9 +79,10 @@ def test_connectors_and_packages_are_shipped_as_files_beside_pipeline_jars(
 
 
 def test_checkpoints_on_s3_ship_s3a_matched_to_sparks_hadoop(tmp_path: Path) -> None:
-    """A checkpoint directory on S3: hadoop-aws of pyspark's Hadoop version and the AWS SDK
-    bundle it depends on join ``spark.jars`` (from Maven's cache), and ``s3://`` is served by
-    S3A; elsewhere nothing changes, and a job that ships its own hadoop-aws keeps it."""
+    """A checkpoint directory on S3, or S3 settings in the configuration: hadoop-aws of
+    pyspark's Hadoop version and the AWS SDK bundle it depends on join ``spark.jars`` (from
+    Maven's cache), and ``s3://`` is served by S3A; elsewhere nothing changes, and a job that
+    ships its own hadoop-aws keeps it."""
     hadoop = sorted((pyspark_home() / "jars").glob("hadoop-client-api-*.jar"))[-1].name
     version = hadoop.removeprefix("hadoop-client-api-").removesuffix(".jar")
     own = tmp_path / "own.jar"
@@ -100,6 +101,11 @@ def test_checkpoints_on_s3_ship_s3a_matched_to_sparks_hadoop(tmp_path: Path) -> 
     theirs = {"spark.jars": "/opt/jars/hadoop-aws-3.5.0.jar"}
     ship_s3a("s3a://bucket/checkpoints", theirs)
     assert theirs["spark.jars"] == "/opt/jars/hadoop-aws-3.5.0.jar"
+    # S3 settings (Flink's s3.* keys) with local checkpoints: the script's own s3:// paths
+    configured = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"}
+    ship_s3a("/var/checkpoints", configured)
+    assert any("hadoop-aws-" in jar for jar in configured["spark.jars"].split(","))
+    assert configured["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
 def test_a_session_cluster_is_told_to_load_connectors_when_it_starts(tmp_path: Path) -> None:
