@@ -216,7 +216,7 @@ def broker(workspace: Workspace) -> Iterator[str]:
 def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
     futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=60)
     futures[name].result(timeout=90)
     return name
@@ -690,8 +690,11 @@ def run(workspace: Workspace, params: KafkaParams, ncores: int) -> Section:
         "backlog read without maxOffsetsPerTrigger is one large batch in both runs.",
         "The lag row is flinkish's alone: Spark's Kafka source commits no offsets to a "
         "consumer group, flinkish commits each batch's end offsets to `flinkish-<job name>`. "
-        "The figure is the start of the first `--describe` that showed lag 0 (each one starts "
-        "a JVM), so it is an upper bound of the commit's delay plus one tool run at most.",
+        "The figure is when the first `--describe` that showed lag 0 was started; the tool (a "
+        "JVM of its own, its time in the details) reads the group during its run, so the "
+        "commit was visible at most that much later.",
+        "A driver killed during a batch leaves that batch in Spark's offset log: the "
+        "restarted query runs it again first (flinkish's and plain Spark's alike).",
         "Apache Flink's own Kafka pipeline (PyFlink with Flink's Kafka connector) is not "
         "measured in this section.",
     ]
