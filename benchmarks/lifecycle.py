@@ -702,7 +702,7 @@ def _findings(all_facts: list[dict[str, Any]]) -> list[str]:
         )
     notes.append(
         "Here checkpoints are local, so savepoints to S3 are uploads and restores from S3 "
-        "are downloads. A job whose checkpoints are on S3 (through S3A: section 11) takes its "
+        "are downloads. A job whose checkpoints are on S3 (through S3A: section 12) takes its "
         "savepoints S3 to S3; the S3-to-S3 row measures that copy through the same storage "
         "code (`Storage.copy_tree`)."
     )

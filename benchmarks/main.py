@@ -27,6 +27,7 @@ from benchmarks import (
     cds,
     cli_latency,
     flink,
+    kafka,
     lifecycle,
     machine,
     object_store,
@@ -47,6 +48,7 @@ SECTIONS = (
     "cds",
     "flink",
     "autoscale",
+    "kafka",
     "object_store",
 )
 #: The order of the report (SECTIONS is the order of the run: section 8 needs section 6's
@@ -61,6 +63,7 @@ REPORT_ORDER = (
     "cds",
     "flink",
     "autoscale",
+    "kafka",
     "object_store",
 )
 QUICK_OUTPUT = Path(tempfile.gettempdir()) / "flinkish-bench-quick"
@@ -95,6 +98,9 @@ def parameters(quick: bool) -> dict[str, Any]:
             "cds": cds.CdsParams(reps=1, enabled=optional("BENCH_CDS", quick)),
             "flink": flink.FlinkParams(reps=1, enabled=optional("BENCH_FLINK", quick)),
             "autoscale": autoscale.AutoscaleParams.quick(enabled=wanted("BENCH_AUTOSCALE")),
+            "kafka": kafka.KafkaParams(
+                orders=20_000, trickle_rate=50, enabled=optional("BENCH_KAFKA", quick)
+            ),
             "object_store": object_store.ObjectStoreParams(
                 backlog=backlog.BacklogParams(
                     files=4, rows_per_file=500, keys=200, max_files_per_trigger=1, reps=1
@@ -126,6 +132,9 @@ def parameters(quick: bool) -> dict[str, Any]:
         "cds": cds.CdsParams(reps=3, enabled=optional("BENCH_CDS", quick)),
         "flink": flink.FlinkParams(reps=5, enabled=optional("BENCH_FLINK", quick)),
         "autoscale": autoscale.AutoscaleParams(enabled=wanted("BENCH_AUTOSCALE")),
+        "kafka": kafka.KafkaParams(
+            orders=5_000_000, trickle_rate=200, enabled=optional("BENCH_KAFKA", quick)
+        ),
         "object_store": object_store.ObjectStoreParams(
             backlog=backlog.BacklogParams(
                 files=20, rows_per_file=5_000, keys=10_000, max_files_per_trigger=1, reps=3
@@ -137,7 +146,8 @@ def parameters(quick: bool) -> dict[str, Any]:
 
 def optional(variable: str, quick: bool) -> bool:
     """Whether an optional section runs: in a full run unless ``VARIABLE=0``, in a quick run
-    only with ``VARIABLE=1`` (so CI's quick run never installs Apache Flink)."""
+    only with ``VARIABLE=1`` (so CI's quick run never installs Apache Flink nor starts a
+    Kafka broker)."""
     value = os.environ.get(variable, "").strip()
     return value == "1" if quick else value != "0"
 
@@ -304,6 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 autoscale.TITLE,
                 lambda: autoscale.run(workspace, params["autoscale"]),
             )
+            attempt("kafka", kafka.TITLE, lambda: kafka.run(workspace, params["kafka"], ncores))
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)

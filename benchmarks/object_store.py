@@ -1,4 +1,4 @@
-"""Section 11: a stateful job's micro-batches with Spark's checkpoint on S3 (S3A) and on disk.
+"""Section 12: a stateful job's micro-batches with Spark's checkpoint on S3 (S3A) and on disk.
 
 ``benchmarks/jobs/bench_counts.py`` (a running count per key in RocksDB state, one file per
 micro-batch, ``trigger(availableNow=True)``) runs over the same backlog four ways, in
@@ -47,7 +47,7 @@ from benchmarks.harness import (
 )
 from benchmarks.report import Row, Section
 
-TITLE = "11. Checkpoints on S3 (S3A) and on local disk"
+TITLE = "12. Checkpoints on S3 (S3A) and on local disk"
 SCRIPT = BENCH_JOBS / "bench_counts.py"
 BUCKET = "bench-object-store"
 #: the steady micro-batch on S3A at most this many times the same batch on local disk

@@ -234,7 +234,9 @@ def markdown(results: Results) -> str:
         "To run it again: `scripts/bench` (everything, 25 to 40 minutes on two cores, plus "
         "a one-time install of Apache Flink for section 8; it rewrites this file and "
         "`benchmarks/results.json`), `scripts/bench --quick` (a small backlog and short runs; "
-        "sections 7 and 8 only with `BENCH_CDS=1` / `BENCH_FLINK=1`), `scripts/bench --help` "
+        "sections 7, 8, 11 and 12 only with `BENCH_CDS=1` / `BENCH_FLINK=1` / `BENCH_KAFKA=1` / "
+        "`BENCH_OBJECT_STORE=1`), "
+        "`scripts/bench --help` "
         "(options, e.g. `--only` to run some sections and `--markdown`/`--json` to write "
         "elsewhere).",
         "",

@@ -1,14 +1,17 @@
-"""The session, CDS and Flink sections' own logic, without Spark, Java or Flink."""
+"""The session, CDS, Flink and Kafka sections' own logic, without Spark, Java, Flink or a
+broker."""
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
 
 import pytest
 import yaml
 
-from benchmarks import cds, flink, main, session
-from benchmarks.harness import Workspace
+from benchmarks import cds, flink, kafka, main, session
+from benchmarks.harness import BenchError, Workspace
 from benchmarks.report import Results, Section, markdown, validate
 from tests.benchmarks.test_report import MACHINE
 
@@ -123,3 +126,94 @@ def test_flinks_figures_stand_next_to_the_session_clusters() -> None:
 def test_the_cds_section_is_skipped_unless_enabled(tmp_path: Path) -> None:
     section = cds.run(Workspace(tmp_path), cds.CdsParams(reps=1, enabled=False), 2)
     assert section.skipped and "BENCH_CDS=1" in section.skipped and not section.rows
+
+
+def _progress(at: str, rows: int, millis: int, executed: bool = True) -> dict:
+    durations = {"triggerExecution": millis, **({"addBatch": millis - 10} if executed else {})}
+    return {"timestamp": at, "numInputRows": rows, "durationMs": durations}
+
+
+KAFKA_PROGRESS = [
+    _progress("2026-12-07T11:00:00.000Z", 0, 5, executed=False),  # no data: not executed
+    _progress("2026-12-07T11:00:01.000Z", 600, 2000),
+    _progress("2026-12-07T11:00:03.000Z", 400, 1000),
+    _progress("2026-12-07T11:00:05.000Z", 50, 500),  # the trickle after the backlog
+]
+DESCRIBED = """\
+
+GROUP           TOPIC    PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID HOST CLIENT-ID
+flinkish-bench  orders   0          500             500             0    -           -    -
+flinkish-bench  orders   1          480             500             20   -           -    -
+flinkish-bench  orders   2          -               500             -    -           -    -
+"""
+
+
+def test_the_kafka_backlogs_throughput_spans_its_batches_from_first_start_to_last_end() -> None:
+    figures = kafka.backlog_throughput(KAFKA_PROGRESS, 1_000)
+    assert figures.rows == 1_000 and figures.batches == 2
+    assert figures.seconds == pytest.approx(3.0)  # 11:00:01 to 11:00:03 + 1 s
+    assert figures.rows_per_second == pytest.approx(1_000 / 3.0)
+    with pytest.raises(BenchError, match="1050 of the backlog's 2000"):
+        kafka.backlog_throughput(KAFKA_PROGRESS, 2_000)
+
+
+def test_recovery_ends_at_the_commit_of_the_first_batch_started_after_the_kill() -> None:
+    killed = kafka._timestamp("2026-12-07T11:00:02.500Z")
+    assert kafka.first_batch_after(KAFKA_PROGRESS, killed) == pytest.approx(killed + 1.5)
+    assert kafka.first_batch_after(KAFKA_PROGRESS, killed + 10) is None
+
+
+def test_the_consumer_groups_tools_rows_give_each_partitions_lag() -> None:
+    lags = kafka.group_lags(DESCRIBED, "flinkish-bench")
+    assert lags == {("orders", 0): 0, ("orders", 1): 20, ("orders", 2): None}
+    assert not kafka.caught_up(lags, "orders", 3)
+    assert kafka.caught_up({("orders", 0): 0, ("orders", 1): 0}, "orders", 2)
+    assert kafka.caught_up(lags, "orders", 1)  # partition 0 alone is at lag 0
+    assert kafka.group_lags(DESCRIBED, "another-group") == {}
+
+
+def test_orders_are_the_json_the_orders_jobs_read() -> None:
+    value, price = kafka.order_value(7, random.Random(1))
+    order = json.loads(value)
+    assert set(order) == {"order_id", "customer_id", "order_status", "total_price", "order_time"}
+    assert order["order_id"] == "ord-00000007" and order["total_price"] == price
+    assert order["order_time"] == "2026-01-01T00:00:00.070Z"
+
+
+def test_kafka_rows_compare_flinkish_with_plain_spark_submit_and_the_trigger() -> None:
+    params = kafka.KafkaParams(orders=1_000, trickle_rate=50, enabled=True)
+    fast = kafka.Throughput(1_000.0, 1_000, 2, 1.0, 0.0)
+    slow = kafka.Throughput(900.0, 1_000, 1, 1.1, 0.0)
+    flinkish = kafka.FlinkishRun(fast, 30.0, 0.5, {"group": "g"}, 24.0)
+    rows = kafka.rows(params, flinkish, kafka.PlainRun(slow, 31.0, 22.0), trigger=2.0)
+    assert [round(row.ratio, 3) for row in rows] == [1.111, 1.091, 0.25]
+    assert [row.goal_met for row in rows] == [True, True, True]
+    section = Section(key="kafka", title=kafka.TITLE, method="m", rows=rows)
+    assert validate(Results("full", "a", "b", 1.0, dict(MACHINE), {}, [section]).to_dict()) == []
+    late = kafka.FlinkishRun(slow, 30.0, 2.5, {}, 40.0)
+    rows = kafka.rows(params, late, kafka.PlainRun(fast, 31.0, 22.0), trigger=2.0)
+    assert [row.goal_met for row in rows] == [False, False, False]
+
+
+def test_exactly_once_is_reported_not_run_where_flinkish_has_no_such_sink(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flinkish_cli.config import options
+
+    assert kafka.exactly_once_known() == (kafka.DELIVERY_GUARANTEE in options._BY_NAME)
+    monkeypatch.setattr(kafka, "exactly_once_known", lambda: False)
+    params = kafka.KafkaParams(orders=1, trickle_rate=1, enabled=True)
+    throughput = kafka.Throughput(1.0, 1, 1, 1.0, 0.0)
+    found = kafka.exactly_once_row(None, "127.0.0.1:9", "orders", 1, params, throughput)
+    assert found == "not run: this version has no exactly-once Kafka sink"
+
+
+def test_the_kafka_section_is_skipped_unless_enabled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BENCH_KAFKA", raising=False)
+    assert not main.parameters(quick=True)["kafka"].enabled
+    assert main.parameters(quick=False)["kafka"].orders == 5_000_000
+    params = kafka.KafkaParams(orders=1, trickle_rate=1, enabled=False)
+    section = kafka.run(Workspace(tmp_path), params, 2)
+    assert section.skipped and "BENCH_KAFKA=1" in section.skipped and not section.rows
