@@ -23,11 +23,20 @@ Kafka transactions:
   driver died before Spark's commit log) is skipped, so a replayed batch writes only what
   was not committed.
 
+The markers rely on partition ``i`` of a replayed batch holding the records partition ``i``
+held in the batch's first run. Spark does not promise that: its Kafka source numbers a
+batch's input partitions in the iteration order of the batch's offsets, which the first run
+takes from the broker and a replay from the offset log (sorted), so a replay may read the
+source's topic-partitions in another order. A partition skipped by its marker would then drop
+records and another one write committed records again. So the sink first hash-partitions each
+batch by its records' content (:func:`by_content`: the key, or the value of a record without
+one) into as many partitions as the batch has: every run of a batch puts each record into the
+same partition, whatever order Spark planned.
+
 The records go through the executors' Python workers with confluent-kafka (librdkafka, a
 maintained client with transactions; ``pip install 'flinkish[kafka]'``), so every executor
 writes its own partitions; the producer's settings are the sink's ``kafka.*`` options
-(librdkafka's names, which are Java's for the common ones). A replayed batch has its first
-run's partitions (the same offsets, the same plan), which the markers rely on.
+(librdkafka's names, which are Java's for the common ones).
 
 Test faults (:mod:`.faults`): ``kafka-sink-first-record`` (a task's transaction begun,
 nothing sent), ``kafka-sink-between-records`` (the first record in the broker's log,
@@ -64,6 +73,8 @@ PREFIX_KEY = "flinkish.kafka.sink.transactional-id-prefix"
 TIMEOUT_S = 60.0
 #: The sink's options that are Spark's, not the producer's.
 _SPARK_OPTIONS = {"topic", "includeheaders", "checkpointlocation", "path"}
+#: The columns of Spark's Kafka sink's rows that name where a record goes.
+TARGET_COLUMNS = ("topic", "partition")
 
 
 def marker_topic(prefix: str) -> str:
@@ -122,7 +133,8 @@ class TransactionalSink:
             ensure_marker_topic(self.spec)
             self._marker_ready = True
         marker = batch_marker(int(batch_id), self.offsets(int(batch_id)))
-        df.rdd.foreachPartition(partial(write_partition, self.spec, int(batch_id), marker))
+        rows = by_content(df).rdd
+        rows.foreachPartition(partial(write_partition, self.spec, int(batch_id), marker))
         faults.inject("kafka-sink-committed", self.spec.attempt)
 
 
@@ -157,7 +169,8 @@ class TransactionalBatchWrites:
                 ensure_marker_topic(spec)
                 self._marker_ready = True
             marker = batch_marker(int(batch_id), self.offsets(int(batch_id)))
-            frame.rdd.foreachPartition(partial(write_partition, spec, int(batch_id), marker))
+            rows = by_content(frame).rdd
+            rows.foreachPartition(partial(write_partition, spec, int(batch_id), marker))
 
         self.slot.write = write
         try:
@@ -174,6 +187,24 @@ def batch_marker(batch_id: int, offsets: str) -> str:
     from an older savepoint, other offsets) does not, and is written."""
     digest = hashlib.sha256(offsets.encode()).hexdigest()[:16]
     return f"{batch_id}:{digest}"
+
+
+def by_content(df: Any) -> Any:
+    """The batch ``df`` in partitions decided by each record's content: as many partitions as
+    ``df`` has (the same for every run of a batch: the same offsets), each record in the one
+    its key hashes to (its value when it has no key; with its ``topic`` and ``partition``
+    columns; Spark's Murmur3 hash partitioning, the same in every JVM). All records of a key
+    are in one partition, in their order, as Spark's sink writes them. A batch of one
+    partition or none is its own."""
+    count = df.rdd.getNumPartitions()
+    if count <= 1:
+        return df
+    from pyspark.sql import functions
+
+    names = {name.lower(): name for name in df.columns}
+    record = [df[names[c]].cast("binary") for c in ("key", "value") if c in names]
+    columns = [functions.coalesce(*record)] + [df[names[c]] for c in TARGET_COLUMNS if c in names]
+    return df.repartition(count, *columns)
 
 
 def ensure_marker_topic(spec: SinkSpec) -> None:
