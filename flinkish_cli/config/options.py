@@ -1171,6 +1171,29 @@ OPTIONS: tuple[Option, ...] = (
         "the same way.",
         RUNTIME,
     ),
+    Option(
+        "flinkish.kafka.sink.delivery-guarantee",
+        Enum(("exactly-once", "at-least-once", "none")),
+        D,
+        "Flink's KafkaSink DeliveryGuarantee for the job's Kafka sinks "
+        "(writeStream.format('kafka')): at-least-once and none leave Spark's Kafka sink as "
+        "it is (a batch written again after a failure is read twice); exactly-once writes "
+        "each batch in Kafka transactions, with a marker of the batch, so that a "
+        "read_committed reader sees each record once. exactly-once needs "
+        "flinkish.kafka.sink.transactional-id-prefix and confluent-kafka "
+        "(pip install 'flinkish[kafka]').",
+        RUNTIME,
+        default="at-least-once",
+    ),
+    Option(
+        "flinkish.kafka.sink.transactional-id-prefix",
+        Str(),
+        D,
+        "Flink's KafkaSink transactional id prefix: the exactly-once sink's transactional ids "
+        "are <prefix>-<query>-<partition>, its markers go to the topic <prefix>-markers. "
+        "Unique per job: a job with another's prefix fences that job's transactions.",
+        RUNTIME,
+    ),
     # -- S3 --------------------------------------------------------------------------------
     Option(
         "s3.endpoint",

@@ -11,8 +11,11 @@ Points: ``restore-copied`` (a savepoint's state copied into the job's checkpoint
 is repartitioned), ``restore-repartitioned`` (state repartitioned for a new parallelism, not
 yet marked restored), ``savepoint-snapshot`` (the driver chose the files of a savepoint,
 before copying them), ``rescale-repartitioned`` (an in-place rescale's state repartitioned,
-not yet marked done: injected by the rescale's first driver, whatever its attempt). Nothing
-happens unless the variable names the point.
+not yet marked done: injected by the rescale's first driver, whatever its attempt), and the
+Kafka sink's points of :mod:`.kafka_sink` (``kafka-sink-first-record``,
+``kafka-sink-between-records`` in an executor's worker, which also knows ``worker``: the
+worker itself; ``kafka-sink-committed`` in the driver). Nothing happens unless the variable
+names the point.
 """
 
 from __future__ import annotations
@@ -23,13 +26,19 @@ import signal
 VARIABLE = "FLINKISH_TEST_FAULT"
 
 
+def wanted(point: str, attempt: int) -> str | None:
+    """The process a test asked to kill at ``point`` in driver attempt ``attempt``, or None."""
+    asked = os.environ.get(VARIABLE, "").split(",")
+    if attempt >= len(asked):
+        return None
+    name, _, process = asked[attempt].partition(":")
+    return process if name == point else None
+
+
 def inject(point: str, attempt: int) -> None:
     """Kill the named process if a test asked for a fault at ``point``."""
-    wanted = os.environ.get(VARIABLE, "").split(",")
-    if attempt >= len(wanted):
-        return
-    name, _, process = wanted[attempt].partition(":")
-    if name != point:
+    process = wanted(point, attempt)
+    if process is None:
         return
     import logging
 

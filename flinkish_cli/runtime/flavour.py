@@ -31,6 +31,7 @@ class Flavour:
     manager: type  # StreamingQueryManager
     session: type  # SparkSession
     context: type | None = None  # SparkContext (classic only)
+    batch_writer: type | None = None  # DataFrameWriter (classic only: exactly-once Kafka)
 
     @property
     def driver_owns_jvm(self) -> bool:
@@ -115,12 +116,19 @@ class Flavour:
 def classic() -> Flavour:
     """pyspark's classic classes."""
     from pyspark import SparkContext
+    from pyspark.sql.readwriter import DataFrameWriter
     from pyspark.sql.session import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery, StreamingQueryManager
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     return Flavour(
-        CLASSIC, DataStreamWriter, StreamingQuery, StreamingQueryManager, SparkSession, SparkContext
+        CLASSIC,
+        DataStreamWriter,
+        StreamingQuery,
+        StreamingQueryManager,
+        SparkSession,
+        SparkContext,
+        DataFrameWriter,
     )
 
 

@@ -14,6 +14,11 @@ and Spark Connect classes alike), tested against the pinned pyspark version:
 ``StreamingQueryManager``
     ``awaitAnyTermination``: the first wait. ``addListener``: listeners the script adds are
     recorded, so that a restarted attempt starts without the previous attempt's listeners.
+``DataFrameWriter`` (classic)
+    ``format``/``option``/``options`` record what the script set; ``save`` of a Kafka
+    writer inside a ``foreachBatch`` call of an ``exactly-once`` query hands the batch to
+    that query's transactional writer (:data:`batch_kafka_writer`); every other ``save`` is
+    Spark's.
 ``SparkSession`` (and classic ``SparkContext``)
     ``stop``: stops the job's queries, as Spark's ``stop()`` does, but keeps the session: the
     job still records its end, and a restarted attempt needs the session.
@@ -35,6 +40,7 @@ another controller (a restarted attempt, ``flinkish info``'s dry run) swaps a po
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -152,6 +158,10 @@ class QueryController:
 
 
 _controller: QueryController | None = None
+#: Set by the runtime while a ``foreachBatch`` call of an ``exactly-once`` query runs (on
+#: the thread Spark calls it on): takes a Kafka ``DataFrameWriter.save``'s DataFrame and
+#: options and writes them, returning True; None outside such a call.
+batch_kafka_writer = threading.local()
 #: pyspark class -> its original methods, saved once before the first patch.
 _originals: dict[type, dict[str, Any]] = {}
 
@@ -173,6 +183,8 @@ def install(controller: QueryController) -> None:
         _patch_stop(flavour.session)
         if flavour.context is not None:
             _patch_stop(flavour.context)
+        if flavour.batch_writer is not None:
+            _patch_batch_writer(flavour.batch_writer)
 
 
 def original(cls: type, name: str) -> Any:
@@ -224,6 +236,10 @@ def _patch_writer(cls: type) -> None:
     )
 
     def record(self: Any, key: str, value: Any) -> None:
+        if value is not None:
+            if not hasattr(self, "_flinkish_options"):
+                self._flinkish_options = {}
+            self._flinkish_options[str(key)] = str(value)
         if value is not None and str(key).lower() == _CHECKPOINT_OPTION:
             self._flinkish_checkpoint = str(value)
         elif value is not None and str(key).lower() == "path":
@@ -262,6 +278,7 @@ def _patch_writer(cls: type) -> None:
 
     def foreach_batch(self: Any, func: Any) -> Any:
         self._flinkish_sink = "foreachBatch"
+        self._flinkish_batch_function = func
         _ship_job_code()
         return orig["foreachBatch"](self, func)
 
@@ -360,6 +377,49 @@ def _patch_manager(cls: type) -> None:
     cls.addListener = add_listener  # type: ignore[attr-defined]
 
 
+def _patch_batch_writer(cls: type) -> None:
+    """``DataFrameWriter``: a Kafka ``save`` in an ``exactly-once`` query's batch goes to
+    :data:`batch_kafka_writer`."""
+    orig = _save(cls, ("format", "option", "options", "save"))
+
+    def format_(self: Any, source: str) -> Any:
+        self._flinkish_format = str(source).lower()
+        return orig["format"](self, source)
+
+    def option(self: Any, key: str, value: Any) -> Any:
+        if value is not None:
+            self.__dict__.setdefault("_flinkish_options", {})[str(key)] = str(value)
+        return orig["option"](self, key, value)
+
+    def options(self: Any, **opts: Any) -> Any:
+        for key, value in opts.items():
+            if value is not None:
+                self.__dict__.setdefault("_flinkish_options", {})[str(key)] = str(value)
+        return orig["options"](self, **opts)
+
+    def save(
+        self: Any,
+        path: str | None = None,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: Any = None,
+        **opts: Any,
+    ) -> Any:
+        write = getattr(batch_kafka_writer, "write", None)
+        kind = str(format).lower() if format else getattr(self, "_flinkish_format", None)
+        if write is not None and kind == "kafka":
+            given = {**getattr(self, "_flinkish_options", {})}
+            given.update({str(k): str(v) for k, v in opts.items() if v is not None})
+            write(self._df, given)
+            return None
+        return orig["save"](self, path, format, mode, partitionBy, **opts)
+
+    for name, patch in {"format": format_, "option": option, "options": options,
+                        "save": save}.items():  # fmt: skip
+        patch.__doc__ = getattr(orig[name], "__doc__", None)
+        setattr(cls, name, patch)
+
+
 def _patch_stop(cls: type) -> None:
     """``SparkSession.stop`` / ``SparkContext.stop``: stop the job's queries, keep Spark."""
     _save(cls, ("stop",))
@@ -377,6 +437,17 @@ def _patch_stop(cls: type) -> None:
 def set_writer_option(flavour: Flavour, writer: Any, key: str, value: str) -> None:
     """Set an option on ``writer`` as pyspark would, without recording it as the script's."""
     original(flavour.writer, "option")(writer, key, value)
+
+
+def set_writer_foreach_batch(flavour: Flavour, writer: Any, func: Any) -> None:
+    """Make ``writer``'s sink ``func`` (a ``foreachBatch``), without recording it as the
+    script's (the query keeps the identity of the sink the script chose)."""
+    original(flavour.writer, "foreachBatch")(writer, func)
+
+
+def writer_options(writer: Any) -> dict[str, str]:
+    """The options the script set on ``writer`` (``option``/``options``/``start``'s)."""
+    return dict(getattr(writer, "_flinkish_options", {}))
 
 
 def set_writer_trigger(flavour: Flavour, writer: Any, **kwargs: Any) -> None:

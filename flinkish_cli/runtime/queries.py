@@ -35,6 +35,14 @@ from flinkish_cli.runtime.kafka_offsets import (
     added_partitions,
     added_partitions_line,
 )
+from flinkish_cli.runtime.kafka_sink import (
+    EXACTLY_ONCE,
+    GUARANTEE_KEY,
+    PREFIX_KEY,
+    TransactionalBatchWrites,
+    TransactionalSink,
+    spec_for,
+)
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import message_lines
@@ -88,6 +96,36 @@ class JobQueries:
     def _entries(self) -> dict[str, QueryStatus]:
         return self.keeper.status.queries
 
+    def _kafka_sink(self, writer: Any, query: QueryIdentity, storage: Any, checkpoint: str) -> None:
+        """A Kafka sink under ``exactly-once``: written in Kafka transactions
+        (:mod:`~flinkish_cli.runtime.kafka_sink`) instead of by Spark's sink."""
+        conf = self.plan.flink_conf
+        sink = getattr(writer, "_flinkish_sink", None)
+        function = getattr(writer, "_flinkish_batch_function", None)
+        own_batches = sink == "foreachBatch" and function is not None
+        if sink != "kafka" and not (own_batches and self.flavour.batch_writer is not None):
+            return
+        if conf.get(GUARANTEE_KEY, "").strip().lower() != EXACTLY_ONCE:
+            return
+        prefix = conf.get(PREFIX_KEY, "").strip()
+        spec = spec_for(hooks.writer_options(writer), prefix, query.identity, self.plan.attempt)
+        root = checkpoint.rstrip("/")
+
+        def offsets(batch: int) -> str:
+            return str(storage.read_text(f"{root}/offsets/{batch}"))
+
+        if own_batches:
+            writes = TransactionalBatchWrites(function, spec, offsets, hooks.batch_kafka_writer)
+            hooks.set_writer_foreach_batch(self.flavour, writer, writes)
+            return
+        hooks.set_writer_foreach_batch(self.flavour, writer, TransactionalSink(spec, offsets))
+        log.info(
+            "Kafka sink of '%s': exactly-once, in Kafka transactions '%s-%s-<partition>'.",
+            query.identity,
+            prefix,
+            query.identity,
+        )
+
     # -- QueryStarter (hooks) ------------------------------------------------------------
     def attach(self, spark: Any) -> None:
         """The program's SparkSession, met at its first query: listen to its queries."""
@@ -130,6 +168,7 @@ class JobQueries:
         if owner == "flinkish":
             hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
         trigger_ms = self._set_trigger(writer, query)
+        self._kafka_sink(writer, query, target, checkpoint)
         if query.generated:
             log.info(
                 "Streaming query #%s has no name: its identity is '%s' (%s), generated from "

@@ -181,6 +181,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         found = session_cluster(deployment.endpoint, str(token) if token else None)
         deployment = dataclasses.replace(deployment, master=found.master)
         notices += [found.notice] if found.notice else []
+    check_kafka_sink(config)
     if deployment.session:
         check_session_cluster(deployment.master)
         refuse_session_connectors(config)
@@ -423,6 +424,27 @@ def ship_connectors(config: Any, spark_conf: dict[str, str]) -> None:
     shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
     shipped += [str(jar) for jar in found if str(jar) not in shipped]
     spark_conf["spark.jars"] = ",".join(shipped)
+
+
+def check_kafka_sink(config: Any) -> None:
+    """``exactly-once`` Kafka sinks need a transactional id prefix and confluent-kafka."""
+    from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY, PREFIX_KEY
+
+    if config.get(GUARANTEE_KEY) != EXACTLY_ONCE:
+        return
+    if not str(config.get(PREFIX_KEY) or "").strip():
+        raise ConfigError(
+            f"{GUARANTEE_KEY}: exactly-once needs {PREFIX_KEY} (the Kafka sink's "
+            "transactional ids are <prefix>-<query>-<partition>).",
+            f"Set {PREFIX_KEY} to a name unique to this job, e.g. -D {PREFIX_KEY}=orders-job.",
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("confluent_kafka") is None:
+        raise ConfigError(
+            f"{GUARANTEE_KEY}: exactly-once writes with confluent-kafka, which is not installed.",
+            "Install it where the job runs: pip install 'flinkish[kafka]'.",
+        )
 
 
 def refuse_session_connectors(config: Any) -> None:

@@ -1,0 +1,195 @@
+"""Exactly once into Kafka (``flinkish.kafka.sink.delivery-guarantee: exactly-once``), on a
+real broker with Spark's real Kafka connector: an unmodified script with Spark's Kafka sink
+(``writeStream.format("kafka")``) has its driver, its JVM and an executor's Python worker
+killed at each step of a batch's write and commit, and during a savepoint; it resumes from a
+stop with a savepoint; a ``read_committed`` consumer reads each input record's output exactly
+once, and a ``read_uncommitted`` one reads what the killed transactions had written too."""
+
+from __future__ import annotations
+
+import collections
+import time
+import uuid
+
+import pytest
+
+from tests.fixtures.cycle import savepoint_path
+from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of
+from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, produce
+
+pytestmark = pytest.mark.spark
+
+JOB = str(JOBS / "kafka_to_kafka.py")
+CONNECTOR = ("-D", "flinkish.connectors=kafka")
+EXACTLY_ONCE = (
+    "-D",
+    "flinkish.kafka.sink.delivery-guarantee=exactly-once",
+    "-D",
+    "flinkish.kafka.sink.transactional-id-prefix=orders-eos",
+)
+RESTARTS = (
+    "-D",
+    "restart-strategy.type=fixed-delay",
+    "-D",
+    "restart-strategy.fixed-delay.attempts=8",
+    "-D",
+    "restart-strategy.fixed-delay.delay=1 s",
+)
+#: One fault per driver attempt, in order (flinkish_cli/runtime/faults.py).
+FAULTS = ",".join(
+    [
+        "kafka-sink-between-records:jvm",  # batch 0: a record in the broker's log, uncommitted
+        "kafka-sink-committed:python",  # batch 0 again: in Kafka, not in Spark's commit log
+        "savepoint-snapshot:jvm",  # a savepoint under way
+        "kafka-sink-first-record:worker",  # batch 1: a transaction begun, nothing sent
+    ]
+)
+
+
+def orders(start: int, count: int) -> list[tuple[str, str]]:
+    return [(f"k{i % 7}", f"order-{i}") for i in range(start, start + count)]
+
+
+def expected_values(count: int) -> set[str]:
+    return {value.upper() for _, value in orders(0, count)}
+
+
+def replanned_topic() -> str:
+    """A new topic name whose two partitions Spark's Kafka source plans in one order in a
+    batch's first run and in the other in its replay: a first run takes the batch's offsets
+    from the broker (a ``java.util.HashMap`` of ``TopicPartition``: its buckets' order), a
+    replay from the offset log (sorted). The batch killed half written is then replayed with
+    its topic-partitions in swapped Spark partitions, which the sink must not depend on."""
+    while True:
+        topic = f"t-{uuid.uuid4().hex[:12]}"
+        if _bucket(topic, 1) < _bucket(topic, 0):
+            return topic
+
+
+def _bucket(topic: str, partition: int) -> int:
+    """The bucket of ``TopicPartition(topic, partition)`` in a HashMap of 16 buckets."""
+    code = 0
+    for char in topic:
+        code = (31 * code + ord(char)) & 0xFFFFFFFF  # String.hashCode
+    code = (31 * (31 + partition) + code) & 0xFFFFFFFF  # TopicPartition.hashCode
+    return (code ^ (code >> 16)) & 15
+
+
+def read_until(broker: str, topic: str, values: set[str], timeout: float = 400) -> list:
+    """The topic's records, read (``read_committed``) until they hold every value of
+    ``values``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = consume_all(broker, topic, len(values), timeout=10)
+        if values <= {value for *_, value in found}:
+            return found
+        missing = len(values - {value for *_, value in found})
+        assert time.monotonic() < deadline, f"{missing} of {len(values)} records missing"
+
+
+def wait_running(env: FlinkishEnv, job: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while (state := env.job(job)["state"]) != "RUNNING":
+        assert time.monotonic() < deadline, f"the job is {state}"
+        time.sleep(0.5)
+
+
+def test_kafka_sink_exactly_once_through_kills_at_each_step_and_a_savepoint_resume(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    env = flinkish_env
+    source = create_topic(kafka_broker, partitions=2, name=replanned_topic())
+    sink = create_topic(kafka_broker)
+    args = (*CONNECTOR, *EXACTLY_ONCE, *RESTARTS, JOB, str(kafka_broker), source, sink)
+    produce(kafka_broker, source, orders(0, 30))
+    faults = {"FLINKISH_TEST_FAULT": FAULTS}
+    job = job_id_of(env.run("run", "-d", *args, check=True, env=faults).stdout)
+
+    read_until(kafka_broker, sink, expected_values(30))
+    wait_running(env, job)
+    killed = env.run("savepoint", job, check=False, timeout=400)  # its driver's JVM is killed
+    assert killed.returncode != 0, killed.stdout
+    produce(kafka_broker, source, orders(30, 20))
+    read_until(kafka_broker, sink, expected_values(50))
+    wait_running(env, job)
+
+    stops = env.root / "stops"
+    stopped = savepoint_path(
+        env.run("stop", "--savepointPath", str(stops), job, check=True, timeout=400).stdout
+    )
+    produce(kafka_broker, source, orders(50, 10))  # while the job is stopped
+    resumed = job_id_of(env.run("run", "-d", "-s", stopped, *args, check=True).stdout)
+    committed = read_until(kafka_broker, sink, expected_values(60))
+    env.run("cancel", resumed, check=True)
+
+    seen = collections.Counter(value for *_, value in committed)
+    assert set(seen) == expected_values(60)
+    assert set(seen.values()) == {1}, {v: n for v, n in seen.items() if n > 1}
+    # A read_uncommitted reader also reads the records of the aborted transactions.
+    uncommitted = consume_all(kafka_broker, sink, 61, timeout=15, isolation="read_uncommitted")
+    twice = collections.Counter(value for *_, value in uncommitted)
+    assert max(twice.values()) > 1, "the killed transaction's record is in the log"
+    assert set(twice) == expected_values(60)
+
+
+@pytest.mark.parametrize(
+    ("settings", "line"),
+    [
+        (
+            ["flinkish.kafka.sink.delivery-guarantee=exactly_twice"],
+            "flinkish.kafka.sink.delivery-guarantee",
+        ),
+        (
+            ["flinkish.kafka.sink.delivery-guarantee=exactly-once"],
+            "exactly-once needs flinkish.kafka.sink.transactional-id-prefix",
+        ),
+    ],
+)
+def test_bad_delivery_guarantee_settings_are_one_line_and_start_nothing(
+    flinkish_env: FlinkishEnv, settings: list[str], line: str
+) -> None:
+    env = flinkish_env
+    options = [part for setting in settings for part in ("-D", setting)]
+    refused = env.run("run", "-d", *options, JOB, "127.0.0.1:9", "in", "out", check=False)
+    assert refused.returncode != 0
+    assert line in refused.stderr.strip().splitlines()[0], refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not env.checkpoints.exists() or not any(env.checkpoints.iterdir())
+
+
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
+def test_a_foreach_batch_kafka_writer_replayed_after_a_kill_writes_twice_or_once(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker, guarantee: str
+) -> None:
+    """A script's own ``foreachBatch`` writing with ``df.write.format("kafka")``, its JVM
+    killed after the batch's write and before Spark's commit log: at-least-once (Spark's
+    writer) writes the replayed batch again, and a read_committed reader reads every record
+    twice; exactly-once finds the batch's markers and writes nothing again."""
+    env = flinkish_env
+    source, sink = create_topic(kafka_broker, partitions=2), create_topic(kafka_broker)
+    flag = env.root / f"killed-{guarantee}"
+    job_file = str(JOBS / "kafka_foreach_batch.py")
+    settings = ("-D", f"flinkish.kafka.sink.delivery-guarantee={guarantee}")
+    settings += ("-D", "flinkish.kafka.sink.transactional-id-prefix=fb-eos")
+    args = (*CONNECTOR, *settings, *RESTARTS, job_file, str(kafka_broker), source, sink)
+    produce(kafka_broker, source, orders(0, 20))
+    job = job_id_of(env.run("run", "-d", *args, str(flag), check=True).stdout)
+    read_until(kafka_broker, sink, expected_values(20))
+    deadline = time.monotonic() + 300  # the restarted driver's replay of the batch
+    while not (env.job(job)["state"] == "RUNNING" and flag.exists() and replayed(env, job)):
+        assert time.monotonic() < deadline, "the batch was not replayed"
+        time.sleep(0.5)
+    produce(kafka_broker, source, orders(20, 5))
+    found = read_until(kafka_broker, sink, expected_values(25))
+    env.run("cancel", job, check=True)
+    seen = collections.Counter(value for *_, value in found)
+    first = {seen[value] for value in expected_values(20)}
+    assert first == ({2} if guarantee == "at-least-once" else {1}), seen
+    assert {seen[v.upper()] for _, v in orders(20, 5)} == {1}
+
+
+def replayed(env: FlinkishEnv, job: str) -> bool:
+    """Whether the job's restarted driver has committed a batch (its log says so)."""
+    logs = list((env.root / "log").glob(f"*{job}*.log"))
+    text = logs[0].read_text(errors="replace") if logs else ""
+    return "Driver attempt 1" in text and "batch 0:" in text.split("Driver attempt 1", 1)[1]
