@@ -8,8 +8,9 @@ their state files. It accepts:
 - a **savepoint** (its ``_metadata``): the manifest is read and every file checked against
   its size and SHA-256 (a damaged state file is refused here, in one line). A savepoint on
   local disk is read in place: nothing writes into a savepoint, and Spark's state reader
-  only reads (the tests compare a listing before and after). One on S3 is downloaded to a
-  temporary directory first (Spark has no S3 file system here).
+  only reads (the tests compare a listing before and after). One on S3 or HDFS is downloaded
+  to a temporary directory first (Spark here has no S3 file system, and the command line
+  reaches HDFS through the NameNode's WebHDFS, not Hadoop's client).
 - a job's **retained checkpoint** ``<execution.checkpointing.dir>/<JobID>``, or one query's
   checkpoint (a directory with ``offsets/`` and ``commits/``, as a script's
   ``checkpointLocation``);
@@ -220,14 +221,10 @@ def _absolute(target: str) -> str:
 
 
 def _storage(path: str, config: Any) -> Storage:
+    """The storage of ``path``: local disk, S3, or HDFS through the NameNode's WebHDFS (the
+    command line has no Hadoop client; :func:`flinkish_cli.storage.open_storage` picks)."""
     from flinkish_cli.storage import open_for_config
-    from flinkish_cli.storage.uri import HDFS, scheme_of
 
-    if scheme_of(path) == HDFS:
-        raise StateError(
-            f"{path} is on HDFS, which flinkish reaches only inside a job's driver.",
-            f"{NOTHING_READ}. Copy it to local disk or S3 (hdfs dfs -get) and read the copy.",
-        )
     return open_for_config(path, config)
 
 
