@@ -169,7 +169,7 @@ def open_source(target: str, config: Any, verify: bool = True) -> StateSource:
 
 def _open(target: str, config: Any, verify: bool) -> StateSource:
     from flinkish_cli.registry.jobid import is_job_id
-    from flinkish_cli.savepoints.manifest import METADATA_FILE
+    from flinkish_cli.savepoints.manifest import METADATA_FILE, is_savepoint_name
     from flinkish_cli.storage import join
 
     if not target:
@@ -182,10 +182,12 @@ def _open(target: str, config: Any, verify: bool) -> StateSource:
         raise StateError(f"{path} does not exist.", f"{NOTHING_READ}. {WHAT_IT_READS}")
     if not storage.is_dir(path):
         raise _neither(path)
-    if storage.exists(join(path, METADATA_FILE)):
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if storage.exists(join(path, METADATA_FILE)) or is_savepoint_name(name):
+        # a savepoint without its manifest is an interrupted one: refused, never read as
+        # the checkpoint its files look like
         return _open_savepoint(storage, path, verify)
     if _is_query_checkpoint(storage, path):
-        name = path.rstrip("/").rsplit("/", 1)[-1]
         return _open_checkpoints(storage, path, "checkpoint", None, {_safe(name): path})
     queries = {
         info.name: info.path
@@ -196,7 +198,6 @@ def _open(target: str, config: Any, verify: bool) -> StateSource:
     }
     if not queries:
         raise _neither(path)
-    name = path.rstrip("/").rsplit("/", 1)[-1]
     job_id = name.lower() if is_job_id(name) else None
     return _open_checkpoints(storage, path, "checkpoint", job_id, queries)
 

@@ -100,6 +100,16 @@ def test_what_is_not_state_is_refused_in_one_message(tmp_path: Path, make, messa
     assert refused.value.hint
 
 
+def test_an_interrupted_savepoint_is_refused_not_read_as_a_checkpoint(tmp_path: Path) -> None:
+    """A savepoint directory without its manifest (its writer was cut off) holds query
+    directories that look like checkpoints: it is refused as incomplete all the same."""
+    partial = tmp_path / "savepoints" / "savepoint-c3c3c3-0123456789ab"
+    fake_checkpoint(partial / "counts", committed=1)
+    with pytest.raises(StateError) as refused:
+        open_source(str(partial), _config(tmp_path))
+    assert refused.value.message == f"{partial} is not a complete savepoint: it has no _metadata."
+
+
 def test_a_savepoint_on_hdfs_is_read_through_webhdfs(tmp_path: Path) -> None:
     """hdfs:// is reached through the NameNode's WebHDFS (no Hadoop client here): a NameNode
     that does not answer is one message naming its address, before Spark starts."""
