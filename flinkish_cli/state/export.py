@@ -12,11 +12,12 @@ prints them; no ``value`` for a store without values, such as a deduplication's)
 ``spark.read.parquet("<dir>/counts/0/default").select("key.*", "value.*")``, or
 ``pandas.read_parquet`` on the same directory.
 
-The target is local or on S3. It is checked before Spark starts (:func:`check_target`): a
-directory that is not empty is refused unless ``--overwrite`` is given, which replaces the
-directories of the stores written (and ``_state.json``) and leaves anything else there as it
-is. Spark writes a local target directly; for S3 (Spark has no S3 file system here) it
-writes to a temporary local directory, which is then uploaded with flinkish's storage layer.
+The target is local, on S3 or on HDFS. It is checked before Spark starts
+(:func:`check_target`): a directory that is not empty is refused unless ``--overwrite`` is
+given, which replaces the directories of the stores written (and ``_state.json``) and leaves
+anything else there as it is. Spark writes a local target directly; for S3 and HDFS (Spark
+has no S3 file system here, and the command line reaches HDFS through WebHDFS) it writes to a
+temporary local directory, which is then uploaded with flinkish's storage layer.
 """
 
 from __future__ import annotations
@@ -112,14 +113,10 @@ def check_target(path: str, config: Any, overwrite: bool) -> ExportTarget:
 
             path = local_path(path)
         path = os.path.abspath(os.path.expanduser(path))
-    elif scheme == HDFS:
+    elif scheme not in (*S3_SCHEMES, HDFS):
         raise StateError(
-            f"{path} is on HDFS, which flinkish reaches only inside a job's driver.",
-            f"{NOTHING_READ}. Export to local disk or S3.",
-        )
-    elif scheme not in S3_SCHEMES:
-        raise StateError(
-            f"{path} is not on a storage flinkish writes.", "Use a local path or s3://."
+            f"{path} is not on a storage flinkish writes.",
+            "Use a local path, s3:// or hdfs://.",
         )
     try:
         storage = open_for_config(path, config)
@@ -216,7 +213,7 @@ def _rows_written(spark: Any, directory: str, fmt: str) -> int:
 
 
 def _upload(target: ExportTarget, staged: str, result: Export) -> None:
-    """Upload what Spark wrote into ``staged`` to the target (S3)."""
+    """Upload what Spark wrote into ``staged`` to the target (S3 or HDFS)."""
     from flinkish_cli.storage import LocalStorage, join
 
     local = LocalStorage(staged)

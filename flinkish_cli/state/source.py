@@ -8,8 +8,9 @@ their state files. It accepts:
 - a **savepoint** (its ``_metadata``): the manifest is read and every file checked against
   its size and SHA-256 (a damaged state file is refused here, in one line). A savepoint on
   local disk is read in place: nothing writes into a savepoint, and Spark's state reader
-  only reads (the tests compare a listing before and after). One on S3 is downloaded to a
-  temporary directory first (Spark has no S3 file system here).
+  only reads (the tests compare a listing before and after). One on S3 or HDFS is downloaded
+  to a temporary directory first (Spark here has no S3 file system, and the command line
+  reaches HDFS through the NameNode's WebHDFS, not Hadoop's client).
 - a job's **retained checkpoint** ``<execution.checkpointing.dir>/<JobID>``, or one query's
   checkpoint (a directory with ``offsets/`` and ``commits/``, as a script's
   ``checkpointLocation``);
@@ -168,7 +169,7 @@ def open_source(target: str, config: Any, verify: bool = True) -> StateSource:
 
 def _open(target: str, config: Any, verify: bool) -> StateSource:
     from flinkish_cli.registry.jobid import is_job_id
-    from flinkish_cli.savepoints.manifest import METADATA_FILE
+    from flinkish_cli.savepoints.manifest import METADATA_FILE, is_savepoint_name
     from flinkish_cli.storage import join
 
     if not target:
@@ -181,10 +182,12 @@ def _open(target: str, config: Any, verify: bool) -> StateSource:
         raise StateError(f"{path} does not exist.", f"{NOTHING_READ}. {WHAT_IT_READS}")
     if not storage.is_dir(path):
         raise _neither(path)
-    if storage.exists(join(path, METADATA_FILE)):
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if storage.exists(join(path, METADATA_FILE)) or is_savepoint_name(name):
+        # a savepoint without its manifest is an interrupted one: refused, never read as
+        # the checkpoint its files look like
         return _open_savepoint(storage, path, verify)
     if _is_query_checkpoint(storage, path):
-        name = path.rstrip("/").rsplit("/", 1)[-1]
         return _open_checkpoints(storage, path, "checkpoint", None, {_safe(name): path})
     queries = {
         info.name: info.path
@@ -195,7 +198,6 @@ def _open(target: str, config: Any, verify: bool) -> StateSource:
     }
     if not queries:
         raise _neither(path)
-    name = path.rstrip("/").rsplit("/", 1)[-1]
     job_id = name.lower() if is_job_id(name) else None
     return _open_checkpoints(storage, path, "checkpoint", job_id, queries)
 
@@ -220,14 +222,10 @@ def _absolute(target: str) -> str:
 
 
 def _storage(path: str, config: Any) -> Storage:
+    """The storage of ``path``: local disk, S3, or HDFS through the NameNode's WebHDFS (the
+    command line has no Hadoop client; :func:`flinkish_cli.storage.open_storage` picks)."""
     from flinkish_cli.storage import open_for_config
-    from flinkish_cli.storage.uri import HDFS, scheme_of
 
-    if scheme_of(path) == HDFS:
-        raise StateError(
-            f"{path} is on HDFS, which flinkish reaches only inside a job's driver.",
-            f"{NOTHING_READ}. Copy it to local disk or S3 (hdfs dfs -get) and read the copy.",
-        )
     return open_for_config(path, config)
 
 

@@ -82,7 +82,9 @@ def test_run_savepoint_stop_resume_rescaled_on_hdfs(
 ) -> None:
     """run -d, savepoint to hdfs://, stop --savepointPath hdfs://, run -s hdfs:// -p 4: every
     row reaches the sink once, the counts are the ground truth; the checkpoints, savepoints and
-    registry are files on the NameNode; ``flinkish list`` and ``flinkish web`` read them."""
+    registry are files on the NameNode; ``flinkish list`` and ``flinkish web`` read them;
+    ``savepoint info``, ``state ls`` and ``state show`` read the HDFS savepoint through
+    WebHDFS, and ``savepoint -d`` removes exactly its files."""
     env, cycle, hdfs = flinkish_env, Cycle(flinkish_env), hdfs_cluster
     with _on_hdfs(env, hdfs) as root:
         cycle.add_input(3)
@@ -110,6 +112,22 @@ def test_run_savepoint_stop_resume_rescaled_on_hdfs(
         ):
             assert name in files, (name, files)
         assert any(f.startswith(f"checkpoints/{job}/counts/state/") for f in files), files
+        cycle.check_reads_of(second)  # savepoint info, state ls and show, on HDFS
+
+        # disposal: the first savepoint's files are gone, nothing else is, and the job's
+        # savepoint history marks that one savepoint disposed
+        disposed = env.run("savepoint", "-d", first, check=True)
+        assert "Traceback" not in disposed.stderr
+        gone = first.removeprefix(hdfs.url(root) + "/") + "/"
+        history = f"checkpoints/{job}/_flinkish/savepoints/"
+        after = hdfs.ls(root)
+        assert [f for f in after if not f.startswith(history)] == [
+            f for f in files if not f.startswith((gone, history))
+        ]
+        entries = [f for f in after if f.startswith(history)]
+        assert len(entries) == len([f for f in files if f.startswith(history)]), entries
+        assert len([f for f in entries if f.endswith(".DISPOSED.json")]) == 1, entries
+        assert f"{second.removeprefix(hdfs.url(root) + '/')}/_metadata" in after
 
         cycle.add_input(2)  # arrives while the job is stopped
         resumed = cycle.start("-s", second, "-p", "4")

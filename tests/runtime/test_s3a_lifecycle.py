@@ -74,6 +74,16 @@ def _lifecycle(env: FlinkishEnv, cycle: Cycle, s3_server, s3_bucket: str) -> Non
     for path in (first, second):
         assert "_metadata" in _keys(s3_server, bucket, path.removeprefix(s3_bucket + "/") + "/")
 
+    cycle.check_reads_of(second)  # savepoint info, state ls and show, on S3
+
+    # disposal: the first savepoint's objects are gone, the second's untouched
+    kept = _keys(s3_server, bucket, "manual/")
+    disposed = env.run("savepoint", "-d", first, check=True)
+    assert "Traceback" not in disposed.stderr
+    prefix = first.removeprefix(f"{s3_bucket}/manual/") + "/"
+    assert _keys(s3_server, bucket, "manual/") == [k for k in kept if not k.startswith(prefix)]
+    assert "_metadata" in _keys(s3_server, bucket, second.removeprefix(s3_bucket + "/") + "/")
+
     cycle.add_input(2)  # arrives while the job is stopped
     resumed = cycle.start("-s", second, "-p", "4")
     cycle.wait_until_all_processed(timeout=300)

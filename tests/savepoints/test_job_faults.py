@@ -1,8 +1,8 @@
 """Storage faults during a running job's savepoint, through the CLI as users run it: a full
-disk, the S3 endpoint gone during the upload, a damaged checkpoint file; and ``--claimMode
-claim`` of a running job's checkpoint. Each case: one clear error (exit 1, no traceback),
-the job unharmed or ended with a cause, nothing half-written that validates, and a retry or
-resume that gives every row exactly once.
+disk, the S3 endpoint gone during the upload (of a savepoint, and of a stop's), a damaged
+checkpoint file; and ``--claimMode claim`` of a running job's checkpoint. Each case: one
+clear error (exit 1, no traceback), the job unharmed or ended with a cause, nothing
+half-written that validates, and a retry or resume that gives every row exactly once.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def _incomplete_refused(env: FlinkishEnv, directory: Path | str) -> None:
     """A savepoint directory left by a failed attempt never validates."""
     for args in (
         ["savepoint", "info", "--no-rows", str(directory)],
+        ["state", "ls", str(directory)],
         ["run", "-d", "-s", str(directory), COUNTS_JOB, "--input", "x", "--output", "y"],
     ):
         assert "is not a complete savepoint" in _error(env.run(*args))
@@ -185,4 +186,81 @@ def test_a_stop_whose_savepoint_fails_leaves_the_job_running(flinkish_env: Flink
                                      check=True).stdout)  # fmt: skip
     assert env.job(job)["state"] == "FINISHED"
     assert (Path(stopped) / "_metadata").is_file()
+    cycle.check_exactly_once()
+
+
+def test_a_stop_whose_s3_savepoint_is_cut_off_leaves_the_job_running(
+    flinkish_env: FlinkishEnv, s3_server, s3_bucket: str
+) -> None:
+    """As Flink's (FLINK-21030), with a real store fault: ``stop --savepointPath s3://...``
+    while the S3 endpoint goes away in the middle of the savepoint. The stop exits 1 with
+    one line saying the savepoint failed and why; the job runs on from its latest checkpoint
+    (RUNNING again, its driver restarted) and keeps committing batches; the half-written
+    savepoint left on S3 is refused by ``savepoint info`` and ``run -s``; a later stop to the
+    same target, S3 back, ends the job with a whole savepoint, and ``run -s`` of it gives
+    every row exactly once."""
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    with TcpProxy(s3_server.address) as proxy:
+        conf = s3_server.flink_conf()
+        conf["s3.endpoint"] = proxy.endpoint  # the job reaches S3 through the proxy only
+        env.write_conf(conf)
+        cycle.add_input(3)
+        job = cycle.start()
+        cycle.wait_until_all_processed()
+        first_driver = env.driver_pid(job)
+        target = f"{s3_bucket}/stops"
+        bucket = s3_bucket.removeprefix("s3://")
+        direct = s3_server.client()  # the test's own view of S3, not through the proxy
+        proxy.delay, proxy.piece = 0.05, 4096  # slow enough to cut it off in the middle
+
+        def cut_off_midway() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if direct.list_objects_v2(Bucket=bucket, Prefix="stops/").get("KeyCount", 0):
+                    break
+                time.sleep(0.01)
+            proxy.stop()
+
+        cutter = threading.Thread(target=cut_off_midway)
+        cutter.start()
+        result = env.run("stop", "--savepointPath", target, job)
+        cutter.join()
+        message = _error(result)
+        lines = [line for line in message.splitlines() if line.strip()]
+        assert "savepoint failed" in lines[0], message
+        assert f"the S3 endpoint {proxy.endpoint}" in lines[0], message
+        assert "runs on from its latest checkpoint" in lines[0], message
+        assert s3_server.secret_key not in message + result.stdout
+        assert len(lines) <= 2, message  # the line, and its hint
+
+        deadline = time.monotonic() + 180  # a driver of its own again, RUNNING
+        while (listed := env.polled(job))["state"] != "RUNNING" or env.driver_pid(
+            job
+        ) == first_driver:
+            assert listed["state"] in ("RUNNING", "RESTARTING"), listed
+            assert time.monotonic() < deadline, listed
+            time.sleep(0.5)
+        assert env.job(job)["state"] == "RUNNING"  # as `flinkish list` shows it
+        committed = listed["queries"]["counts"]["last-committed-batch"]
+        cycle.add_input(2)  # the job that runs on reads it
+        cycle.wait_until_all_processed()
+        env.wait_for_batches(job, "counts", committed + 1)
+
+        proxy.delay = 0.0
+        proxy.start()
+        listed_keys = direct.list_objects_v2(Bucket=bucket, Prefix="stops/")
+        partial = {o["Key"].split("/")[1] for o in listed_keys.get("Contents", ())}
+        assert len(partial) == 1, partial  # its clean-up could not delete it with S3 gone
+        for name in partial:
+            keys = [o["Key"] for o in listed_keys["Contents"] if o["Key"].split("/")[1] == name]
+            assert not any(k.endswith("/_metadata") for k in keys), keys  # never marked whole
+            _incomplete_refused(env, f"{target}/{name}")
+
+        stopped = savepoint_path(env.run("stop", "--savepointPath", target, job, check=True).stdout)
+        assert stopped.startswith(f"{target}/savepoint-"), stopped
+        assert env.job(job)["state"] == "FINISHED"
+        cycle.add_input(1)
+        resumed = cycle.start("-s", stopped)
+        cycle.wait_until_all_processed()
+        env.run("cancel", resumed, check=True)
     cycle.check_exactly_once()

@@ -89,7 +89,6 @@ def test_one_querys_checkpoint_and_a_job_by_its_id(tmp_path: Path) -> None:
             "is neither a savepoint nor a checkpoint",
         ),
         (lambda p: _file(p / "sp" / "_metadata", "{}").parent, "not a flinkish savepoint manifest"),
-        (lambda p: "hdfs://nn/checkpoints", "is on HDFS"),
         (lambda p: "", "No savepoint, checkpoint or JobID given"),
         (lambda p: "ab" * 16, f"Job {'ab' * 16} not found"),
     ],
@@ -99,6 +98,39 @@ def test_what_is_not_state_is_refused_in_one_message(tmp_path: Path, make, messa
         open_source(str(make(tmp_path)), _config(tmp_path))
     assert message in refused.value.message
     assert refused.value.hint
+
+
+def test_an_interrupted_savepoint_is_refused_not_read_as_a_checkpoint(tmp_path: Path) -> None:
+    """A savepoint directory without its manifest (its writer was cut off) holds query
+    directories that look like checkpoints: it is refused as incomplete all the same."""
+    partial = tmp_path / "savepoints" / "savepoint-c3c3c3-0123456789ab"
+    fake_checkpoint(partial / "counts", committed=1)
+    with pytest.raises(StateError) as refused:
+        open_source(str(partial), _config(tmp_path))
+    assert refused.value.message == f"{partial} is not a complete savepoint: it has no _metadata."
+
+
+def test_a_savepoint_on_hdfs_is_read_through_webhdfs(tmp_path: Path) -> None:
+    """hdfs:// is reached through the NameNode's WebHDFS (no Hadoop client here): a NameNode
+    that does not answer is one message naming its address, before Spark starts."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = Configuration.from_flat(
+        {
+            "execution.checkpointing.dir": str(tmp_path / "registry"),
+            "flink.hadoop.dfs.namenode.http-address": f"127.0.0.1:{port}",
+        }
+    )
+    path = "hdfs://127.0.0.1:8020/savepoints/savepoint-c3c3c3-0123456789ab"
+    with pytest.raises(StateError) as refused:
+        open_source(path, config)
+    assert refused.value.message.startswith(
+        f"Cannot reach the NameNode's WebHDFS at http://127.0.0.1:{port} (to read {path})"
+    ), refused.value.message
+    assert "flink.hadoop.dfs.namenode.http-address" in str(refused.value.hint)
 
 
 def _file(path: Path, text: str = "not state") -> Path:
