@@ -32,6 +32,11 @@ Modules: :mod:`.units` (value syntax), :mod:`.valuetypes` (typed values and rang
 :mod:`.notices` (warnings, each once), :mod:`.translate` (:func:`to_spark`),
 :mod:`.secrets` (the secret rule and ``spark.redaction.regex``), :mod:`.reference`
 (docs/configuration.md). Nothing here imports pyspark.
+
+Modules not named above:
+
+- :mod:`.sources`: a setting as the user wrote it, where it came from, and how the effective
+  configuration shows it.
 """
 
 from __future__ import annotations

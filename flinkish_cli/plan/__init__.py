@@ -6,4 +6,9 @@
 
 The bottom layer with :mod:`flinkish_cli.errors`: it imports nothing of flinkish's, and
 every other package may import it.
+
+Modules not named above:
+
+- :mod:`.child`: the child-process protocol (a state check, a state read, an offline
+  repartition): one JSON request in, one JSON answer out, bounded in time on both sides.
 """

@@ -26,4 +26,26 @@ user's unmodified PySpark script.
 - :mod:`.state_check`       ``python -m flinkish_cli.runtime.state_check``: a new program
                             planned against the state it restores, in a process of its own.
 - :mod:`.compatibility`     whether a program fits the state it restores (no Spark).
+- :mod:`.offline_repartition`  a stopped query's state repartitioned for ``run -s -p``, in a
+                            process of its own.
+- :mod:`.rescaling`         the driver's side of an in-place rescale: done, or given up.
+- :mod:`.autoscaling`       the autoscaler in the driver: evaluate, record, rescale.
+- :mod:`.file_backlog`      a file source's backlog: the input it has not taken yet.
+- :mod:`.kafka_checks`      Kafka sources checked before their query starts (broker, topics,
+                            offsets of the savepoint).
+- :mod:`.kafka_offsets`     each committed batch's end offsets, committed to the source's
+                            consumer group where Kafka's tools see them.
+- :mod:`.kafka_sink`        exactly once into Kafka: transactions per sink partition, with
+                            the marker of the last batch each committed.
+- :mod:`.spark_plan`        Spark's physical plan as its explain text tells it.
+- :mod:`.graph_builder`     a query's graph from its plan and progress, in both flavours.
+- :mod:`.graphs`            the graph of each query, recorded when it starts a new run.
+- :mod:`.process_metrics`   the JVMs a job runs on, measured into the registry for
+                            ``/metrics``.
+- :mod:`.warm`              warm runners: a session-cluster job's supervisor and client
+                            started before the job exists.
+- :mod:`.faults`            named points where tests kill the job's own processes.
+- ``entry/``                the files Spark runs by path (no package): the driver's, the
+                            Connect client's, the Python daemon and its forked workers,
+                            the class-data sharing workload.
 """

@@ -10,4 +10,6 @@ micro-batch, and a manifest ``_metadata`` written last (see :mod:`.manifest`).
 - :mod:`.restore`   checking a savepoint before a job starts, and restoring it into a job.
 - :mod:`.dispose`   deleting a savepoint, and nothing that is not one.
 - :mod:`.retention` which savepoints of a job's history to dispose of, and disposing of them.
+- :mod:`.inspect`: ``flinkish savepoint info``.
+- :mod:`.integrity`: trusting nothing in a checkpoint or savepoint tree.
 """

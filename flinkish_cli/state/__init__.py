@@ -18,4 +18,9 @@ reads the layouts that :mod:`flinkish_cli.savepoints` owns and the registry's jo
                   which never starts a JVM in its own process (:mod:`.__main__`).
 
 Importing this package (and :mod:`.model`, :mod:`.source`) never imports pyspark.
+
+Modules not named above:
+
+- :mod:`.metadata`: Spark's operator metadata in a query's checkpoint, read without Spark, and
+  the stores it means for ``flinkish state``.
 """

@@ -13,6 +13,11 @@ first asked for, boto3 when an S3 storage is first used, and pyspark never (HDFS
 the JVM of a Spark session that already runs). Modules: :mod:`.uri` (paths and URIs),
 :mod:`.settings`, :mod:`.base` (the interface), :mod:`.local`, :mod:`.s3`, :mod:`.hdfs` (in a
 Spark driver), :mod:`.webhdfs` (HDFS elsewhere).
+
+Modules not named above:
+
+- :mod:`.s3_client`: the S3 client flinkish uses.
+- :mod:`.s3_errors`: what went wrong talking to S3, in the user's terms.
 """
 
 from __future__ import annotations

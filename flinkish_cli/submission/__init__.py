@@ -14,4 +14,9 @@
 
 The plan itself is :mod:`flinkish_cli.plan`'s; what runs in the job's processes is
 :mod:`flinkish_cli.runtime`'s.
+
+Modules not named above:
+
+- :mod:`.endpoint`: ``-m host:port``, as in Flink.
+- :mod:`.pyflink`: a Flink user's first mistake, caught before any JVM starts.
 """

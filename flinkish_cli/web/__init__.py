@@ -31,4 +31,10 @@ out for the CLI is finished before it exits (:mod:`.upgrades`).
 
 Imported only by ``flinkish web``: Starlette, uvicorn and prometheus_client (the ``web``
 extra) never load for any other command.
+
+Modules not named above:
+
+- :mod:`.flink_checkpoints`: a job's checkpoints and exceptions in the JSON of Flink's REST API
+  (v1).
+- :mod:`.flink_cluster`: the cluster's documents of Flink's REST API (v1).
 """
