@@ -55,6 +55,11 @@ class StorageError(FlinkishError):
     """A file system (local, S3, HDFS) that cannot be reached or refused an operation."""
 
 
+class KafkaError(FlinkishError):
+    """A Kafka source that cannot be read as the job asks: its broker does not answer, a
+    topic does not exist, or a savepoint's offsets are no longer in its topic."""
+
+
 class SavepointError(FlinkishError):
     """A savepoint that cannot be taken, read, restored or disposed of."""
 

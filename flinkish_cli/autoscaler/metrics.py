@@ -30,7 +30,8 @@ run at another parallelism or by a cold JVM and are never read.
   The naive rate (all rows over all busy time, outliers included) is kept beside it, so
   that the decision can say when outliers alone would have asked for a scale-up.
 - **backlog**: the records the query's sources are behind their latest offsets
-  (``maxOffsetsBehindLatest``, summed over sources; a file source's as flinkish measures it,
+  (Flink's ``pendingRecords``: a Kafka source's over all its partitions, from its end and
+  latest offsets; summed over sources; a file source's as flinkish measures it,
   :mod:`flinkish_cli.runtime.file_backlog`) at the window's newest batch that reports it,
   and at its oldest (to tell whether it shrinks), less what arrives in one batch period at
   the input rate: what arrived while a batch ran is what the next batch reads, the queue

@@ -178,7 +178,7 @@ def program_options(func: Any) -> Any:
 def program_request(action: str, params: dict[str, Any]) -> RunRequest:
     """The run request ``params`` (the values of :func:`program_options`) describe; a
     :class:`~flinkish_cli.errors.UsageError` for Java's options and a missing program."""
-    from flinkish_cli.client.jobs import resolve_local
+    from flinkish_cli.client.base import resolve_local
     from flinkish_cli.errors import UsageError
     from flinkish_cli.submission.submit import RunRequest
 

@@ -20,13 +20,16 @@ working directory before the request leaves this process: the job's driver runs 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.asking import ask, refused_end, require_running, wait_for_end
-from flinkish_cli.errors import JobError, SavepointError, UsageError
+from flinkish_cli.errors import FlinkishError, JobError, SavepointError, UsageError
+from flinkish_cli.registry.control import DETACHED_TTL
+from flinkish_cli.registry.control import is_request_id as is_trigger_id
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
 
@@ -40,6 +43,23 @@ if TYPE_CHECKING:
     from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
 
 SCHEMES = ("file://", "s3://", "s3a://", "hdfs://")
+
+#: What the front ends name through the job client (they never import the control channel):
+#: how long a detached trigger waits for its job, and whether a value is a trigger id.
+__all__ = ["DETACHED_TTL", "is_trigger_id"]
+
+
+@dataclass(frozen=True)
+class TriggerResult:
+    """A detached trigger (savepoint, stop, checkpoint): under way, or done with the driver's
+    answer (a savepoint's ``path``, a checkpoint's ``batches``) or its error."""
+
+    done: bool
+    ok: bool = False
+    result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+    #: the error itself, when it is known whole (a disposal's)
+    failure: FlinkishError | None = None
 
 
 def resolve_local(path: str) -> str:

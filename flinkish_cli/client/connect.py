@@ -38,7 +38,7 @@ from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.store import registry_identity
 
 if TYPE_CHECKING:
-    from flinkish_cli.client.upgrade_outcome import (
+    from flinkish_cli.client.upgrade.outcome import (
         UpgradeOutcome,
         UpgradePresenter,
         UpgradeRequest,
@@ -148,7 +148,7 @@ def upgrade(config: Any, request: UpgradeRequest, presenter: UpgradePresenter) -
     if remote is not None:
         return remote.upgrade(request, presenter)  # type: ignore[no-any-return]
     from flinkish_cli.client.jobs import JobClient
-    from flinkish_cli.client.upgrade import Upgrade
+    from flinkish_cli.client.upgrade.machine import Upgrade
 
     return Upgrade(JobClient(config), request, presenter).run()
 
@@ -200,7 +200,8 @@ def submission_client(config: Any, request: Any, carried_out: str | None = None)
 def _through(config: Any, address: str, named_by: str, timeout: float) -> Any:
     """The REST client of ``address`` once it has shown it serves the configuration's
     registry (:func:`~flinkish_cli.registry.store.registry_identity`: no I/O)."""
-    from flinkish_cli.client.rest import Endpoint, RestJobClient
+    from flinkish_cli.client.http import Endpoint
+    from flinkish_cli.client.rest import RestJobClient
 
     token = config.get("flinkish.web.auth-token")
     endpoint = Endpoint(address, str(token) if token else None, TIMEOUT)
@@ -224,11 +225,12 @@ def _through(config: Any, address: str, named_by: str, timeout: float) -> Any:
 def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[str, Any]:
     import http.client  # only a command that asks an endpoint pays for it
 
-    from flinkish_cli.submission.endpoint import CLUSTER_PATH, SESSION_KEY
+    from flinkish_cli.rest.messages import CLUSTER
+    from flinkish_cli.submission.endpoint import SESSION_KEY
 
     address = endpoint.address
     try:
-        reply = endpoint.request("GET", CLUSTER_PATH, timeout=timeout)
+        reply = endpoint.request(CLUSTER.method, CLUSTER.path, timeout=timeout)
     except (http.client.HTTPException, ConnectionResetError):
         raise ConnectServerPort(
             f"{address} does not answer as flinkish web (not HTTP/1.1: a Spark Connect "
@@ -256,7 +258,7 @@ def _cluster_document(endpoint: Any, has_token: bool, timeout: float) -> dict[st
     if not isinstance(document, dict) or SESSION_KEY not in document:
         endpoint.close()
         raise EndpointRefused(
-            f"{address} answers HTTP {reply.status} to {CLUSTER_PATH}: it is not flinkish "
+            f"{address} answers HTTP {reply.status} to {CLUSTER.path}: it is not flinkish "
             "web's REST endpoint.",
             "Give -m the address flinkish web prints (flinkish web: http://host:port), or "
             "leave -m out to read the registry in storage.",

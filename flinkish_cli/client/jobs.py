@@ -14,8 +14,9 @@ is :mod:`.base`'s.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.asking import (
@@ -29,19 +30,23 @@ from flinkish_cli.client.asking import (
 )
 from flinkish_cli.client.base import (
     JobClientBase,
-    StopOutcome,
-    checkpoint_of,
+    TriggerResult,
     resolve_local,
     savepoint_target,
 )
 from flinkish_cli.errors import FlinkishError
-from flinkish_cli.registry.control import DETACHED_TTL, ControlResponse
-from flinkish_cli.registry.control import is_request_id as is_trigger_id
+from flinkish_cli.registry.control import (
+    ControlChannel,
+    ControlResponse,
+    answer_poll_interval,
+    new_request_id,
+)
 from flinkish_cli.registry.history import SavepointHistory, SavepointRecord
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.protocol import (
     CANCEL_TIMEOUT,
     Cancel,
+    Rescale,
     TriggerCheckpoint,
     TriggerSavepoint,
 )
@@ -53,6 +58,7 @@ from flinkish_cli.registry.store import (
     UnreadableJob,
     registry_for,
 )
+from flinkish_cli.rest.wire import error_document, error_from_document
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,36 +67,10 @@ if TYPE_CHECKING:
     from flinkish_cli.registry.graph import JobGraph
     from flinkish_cli.registry.jvm import JvmRecord
     from flinkish_cli.registry.series import Series
-    from flinkish_cli.runtime.planner import QueryPlan
-    from flinkish_cli.runtime.warm import WarmRunner
     from flinkish_cli.state.export import Export
     from flinkish_cli.state.model import StateListing, StoreRows
     from flinkish_cli.submission.run import Presenter
     from flinkish_cli.submission.submit import RunRequest
-
-__all__ = [
-    "DETACHED_TTL",
-    "JobClient",
-    "StopOutcome",
-    "TriggerResult",
-    "checkpoint_of",
-    "is_trigger_id",
-    "resolve_local",
-    "savepoint_target",
-]
-
-
-@dataclass(frozen=True)
-class TriggerResult:
-    """A detached trigger (savepoint, stop, checkpoint): under way, or done with the driver's
-    answer (a savepoint's ``path``, a checkpoint's ``batches``) or its error."""
-
-    done: bool
-    ok: bool = False
-    result: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None
-    #: the error itself, when it is known whole (a disposal's)
-    failure: FlinkishError | None = None
 
 
 class JobClient(JobClientBase):
@@ -102,8 +82,6 @@ class JobClient(JobClientBase):
         self.keep_reads = keep_reads
         self._registry: JobRegistry | None = None
         self._state_reads: StateReads | None = None
-        #: flinkish web's warm runner for submitted programs (:meth:`keep_warm_runner`)
-        self.warm: WarmRunner | None = None
 
     def open(self) -> JobClient:
         """Open the registry now, so that a storage that cannot be used fails here."""
@@ -131,76 +109,6 @@ class JobClient(JobClientBase):
         from flinkish_cli.submission.run import submit_and_follow
 
         return submit_and_follow(request, self.config, presenter)
-
-    def upload_program(self, archive: bytes, upload_dir: str) -> str:
-        """``flinkish web``: keep an uploaded program's zip under ``upload_dir``, unpacked
-        within its bounds (:func:`~flinkish_cli.submission.upload.unpack`); its id."""
-        from pathlib import Path
-
-        from flinkish_cli.submission.upload import unpack
-
-        return unpack(archive, Path(upload_dir).expanduser())
-
-    def sweep_uploads(self, upload_dir: str, max_age: float) -> int:
-        """``flinkish web``: remove the uploads never run for ``max_age`` seconds, and those
-        whose job has ended (or is not in this registry); how many."""
-        from pathlib import Path
-
-        from flinkish_cli.submission.upload import sweep
-
-        def ended(job_id: str) -> bool:
-            status = self.registry.find(parse_job_id(job_id))
-            return status is None or status.effective_state().is_terminal
-
-        return sweep(Path(upload_dir).expanduser(), max_age, ended)
-
-    def keep_warm_runner(self) -> None:
-        """``flinkish web``: keep a warm runner that uploaded programs start in (one spare
-        job process started ahead; :mod:`flinkish_cli.runtime.warm`) until :meth:`close`."""
-        from flinkish_cli.submission.upload import warm_runner
-
-        if self.warm is None:
-            self.warm = warm_runner()
-
-    def close(self) -> None:
-        """Stop what this client keeps running (the warm runner's spare)."""
-        warm, self.warm = self.warm, None
-        if warm is not None:
-            warm.close()
-
-    def run_upload(self, upload_dir: str, upload_id: str, body: Any, session_cluster: str) -> str:
-        """``flinkish web``: start an uploaded program on the session cluster, with the
-        configuration its run request carries (:mod:`flinkish_cli.submission.upload`); its
-        JobID."""
-        from pathlib import Path
-
-        from flinkish_cli.submission import upload
-
-        run = upload.UploadedRun.from_json(body)
-        found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
-        job_id = upload.start_uploaded(found, run, session_cluster, self.warm)
-        upload.mark_run(found, job_id)  # removed once the job has ended
-        return job_id
-
-    def explain(self, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
-        """``flinkish info``: run the script in a quiet local Spark session without starting
-        any query; the script's path and each query's plan. The session maps the drivers'
-        class-data sharing archive, as a driver does (``env.java.class-data-sharing``)."""
-        from flinkish_cli.config import to_spark
-        from flinkish_cli.plan.job import Entry
-        from flinkish_cli.runtime.planner import plan_queries
-        from flinkish_cli.spark.install import check_java
-        from flinkish_cli.submission.submit import RunRequest, check_program, ship_connectors
-
-        path = check_program(RunRequest(script=script))
-        check_java()
-        translation = to_spark(self.config)
-        ship_connectors(self.config, translation.conf)  # its connectors, as its job gets them
-        master = translation.master if translation.master.startswith("local") else "local[*]"
-        conf = {k: v for k, v in translation.conf.items() if k != "spark.master"}
-        entry = Entry(kind="file", target=str(path), args=args)
-        sharing = bool(self.config.get("env.java.class-data-sharing"))
-        return str(path), plan_queries(entry, conf, master, sharing)
 
     # -- reading ---------------------------------------------------------------------------
     def list_jobs(self) -> tuple[list[JobStatus], list[UnreadableJob]]:
@@ -231,7 +139,7 @@ class JobClient(JobClientBase):
         follow: bool = False,
         last_lines: int | None = None,
         ticks: bool = False,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """The job's driver log in chunks of text; ``follow`` keeps reading while it runs
         (with ``ticks``, an empty chunk whenever a look found nothing new: ``flinkish web``
         stops between them when its client has gone or it is stopping)."""
@@ -254,14 +162,10 @@ class JobClient(JobClientBase):
 
     def _channel(self, job_id: str) -> Channel:
         """How a request reaches the job and its answer comes back."""
-        from flinkish_cli.registry.control import ControlChannel
-
         return ControlChannel(self.registry, job_id)
 
     def _pause(self) -> float:
         """Seconds between looks for a request's answer."""
-        from flinkish_cli.registry.control import answer_poll_interval
-
         return answer_poll_interval(self.registry.storage)
 
     def _end_pause(self) -> float:
@@ -293,11 +197,12 @@ class JobClient(JobClientBase):
         format_type: str = "CANONICAL",
         end_state: JobState = JobState.FINISHED,
         trigger_id: str | None = None,
-        ttl: float = DETACHED_TTL,
+        ttl: float | None = None,
     ) -> str:
         """Ask a running job to stop with a savepoint without waiting; the trigger id (the
         caller's, when it chose one: see :func:`~flinkish_cli.client.asking.send_detached`).
-        The job carries it out within ``ttl`` seconds, or never."""
+        The job carries it out within ``ttl`` seconds (:data:`DETACHED_TTL` without one), or
+        never."""
         job_id, command = self._stop_command(job_id, target, drain, end_state, format_type)
         detached = dataclasses.replace(command, detached=True)
         return send_detached(self.registry, job_id, detached, ttl, trigger_id)
@@ -309,7 +214,7 @@ class JobClient(JobClientBase):
         target: str | None,
         format_type: str = "CANONICAL",
         trigger_id: str | None = None,
-        ttl: float = DETACHED_TTL,
+        ttl: float | None = None,
     ) -> str:
         """Ask a running job for a savepoint without waiting; the trigger id."""
         status = self._running(job_id, "take a savepoint of")
@@ -322,7 +227,7 @@ class JobClient(JobClientBase):
         return send_detached(self.registry, status.job_id, command, ttl, trigger_id)
 
     def checkpoint_detached(
-        self, job_id: str, trigger_id: str | None = None, ttl: float = DETACHED_TTL
+        self, job_id: str, trigger_id: str | None = None, ttl: float | None = None
     ) -> str:
         """Ask a running job for its next checkpoint without waiting; the trigger id."""
         status = self._running(job_id, "checkpoint")
@@ -334,13 +239,11 @@ class JobClient(JobClientBase):
         parallelism: int,
         reason: str = "Asked for by user.",
         trigger_id: str | None = None,
-        ttl: float = DETACHED_TTL,
+        ttl: float | None = None,
     ) -> str:
         """Ask a running job to rescale in place to ``parallelism`` without waiting (Flink's
         resource requirements over REST); the trigger id, whose :meth:`trigger_result` is
         the rescale's savepoint once the old driver has stopped with it."""
-        from flinkish_cli.registry.protocol import Rescale
-
         status = self._running(job_id, "rescale")
         command = Rescale(parallelism, reason)
         return send_detached(self.registry, status.job_id, command, ttl, trigger_id)
@@ -349,8 +252,6 @@ class JobClient(JobClientBase):
     def trigger_answer(self, job_id: str, trigger_id: str) -> tuple[ControlResponse | None, bool]:
         """The job's answer to a request (None while it has none) and whether its driver
         has claimed the request."""
-        from flinkish_cli.registry.control import ControlChannel
-
         channel = ControlChannel(self.registry, parse_job_id(job_id))
         response = channel.response(trigger_id)
         return response, response is not None or channel.claimed(trigger_id)
@@ -358,21 +259,15 @@ class JobClient(JobClientBase):
     def withdraw(self, job_id: str, trigger_id: str) -> bool:
         """Take a request back: True when the job will never carry it out, False when its
         driver had claimed it already."""
-        from flinkish_cli.registry.control import ControlChannel
-
         return ControlChannel(self.registry, parse_job_id(job_id)).withdraw(trigger_id)
 
     def forget(self, job_id: str, trigger_id: str) -> None:
         """Remove an answered request, its claim and its answer."""
-        from flinkish_cli.registry.control import ControlChannel
-
         ControlChannel(self.registry, parse_job_id(job_id)).forget(trigger_id)
 
     def trigger_result(self, job_id: str, trigger_id: str) -> TriggerResult | None:
         """Where a detached trigger of the job stands; None when the job has no such trigger
         (never sent, or answered and forgotten)."""
-        from flinkish_cli.registry.control import ControlChannel
-
         job_id = parse_job_id(job_id)
         channel = ControlChannel(self.registry, job_id)
         response = channel.response(trigger_id)
@@ -416,9 +311,7 @@ class JobClient(JobClientBase):
     def dispose_detached(self, path: str) -> str:
         """Dispose of a savepoint now and keep the outcome in the registry under a new
         trigger id (Flink's asynchronous disposal): the trigger id."""
-        from flinkish_cli.client.wire import error_document
         from flinkish_cli.registry import operations
-        from flinkish_cli.registry.control import new_request_id
 
         trigger_id = new_request_id()
         try:
@@ -433,7 +326,6 @@ class JobClient(JobClientBase):
 
     def disposal_result(self, trigger_id: str) -> TriggerResult | None:
         """The outcome of :meth:`dispose_detached`; None for an unknown trigger id."""
-        from flinkish_cli.client.wire import error_from_document
         from flinkish_cli.registry import operations
 
         outcome = operations.result(self.registry, trigger_id)
@@ -491,9 +383,6 @@ class JobClient(JobClientBase):
         """The JVMs each job runs on, as its driver last measured them
         (:mod:`flinkish_cli.registry.jvm`), for the jobs that are not over and have a recent
         record (read in parallel: one small file per job)."""
-        import time
-        from concurrent.futures import ThreadPoolExecutor
-
         from flinkish_cli.registry import jvm
 
         now = time.time()
@@ -601,8 +490,6 @@ class JobClient(JobClientBase):
 
     def last_savepoints(self, job_ids: list[str]) -> dict[str, SavepointRecord | None]:
         """:meth:`last_savepoint` of every job of a job list, by JobID, read in parallel."""
-        from concurrent.futures import ThreadPoolExecutor
-
         if not job_ids:
             return {}
         with ThreadPoolExecutor(max_workers=min(16, len(job_ids))) as pool:

@@ -41,6 +41,69 @@ class SourceFigures:
     end_offset: Any = None
     latest_offset: Any = None
 
+    @property
+    def is_kafka(self) -> bool:
+        return self.description.startswith(KAFKA_SOURCE)
+
+    def kafka_lag(self) -> KafkaLag | None:
+        """The Kafka source's records behind the latest offsets after the batch (None for
+        another source, or offsets cut short)."""
+        return kafka_lag(self.end_offset, self.latest_offset) if self.is_kafka else None
+
+    def kafka_partitions(self) -> int | None:
+        """How many topic-partitions the Kafka source reads (None for another source, or
+        offsets cut short)."""
+        end = _parsed(self.end_offset) if self.is_kafka else None
+        if not isinstance(end, dict):
+            return None
+        counts = [len(p) for p in end.values() if isinstance(p, dict)]
+        return sum(counts) if counts else None
+
+
+#: How Spark describes its Kafka source in a progress report (``KafkaV2[Subscribe[orders]]``).
+KAFKA_SOURCE = "KafkaV2["
+
+
+@dataclass(frozen=True)
+class KafkaLag:
+    """A Kafka source's records behind its topics' latest offsets, as Flink's Kafka source
+    reports them: ``pending`` over all its partitions (Flink's ``pendingRecords``), and the
+    most of one partition (the Kafka consumer's ``records-lag-max``)."""
+
+    pending: int
+    most: int
+    partitions: int
+
+
+def kafka_lag(end: Any, latest: Any) -> KafkaLag | None:
+    """The lag between a Kafka source's end offsets after a batch and the latest offsets
+    Spark saw (``{topic: {partition: offset}}``, JSON text or parsed); None when either is
+    not Kafka's offsets."""
+    end, latest = _parsed(end), _parsed(latest)
+    if not isinstance(end, dict) or not isinstance(latest, dict):
+        return None
+    behind: list[int] = []
+    for topic, partitions in latest.items():
+        done = end.get(topic)
+        if not isinstance(partitions, dict) or not isinstance(done, dict):
+            continue
+        for partition, offset in partitions.items():
+            at = done.get(partition)
+            if isinstance(offset, int) and isinstance(at, int) and offset >= 0 and at >= 0:
+                behind.append(max(0, offset - at))
+    if not behind:
+        return None
+    return KafkaLag(sum(behind), max(behind), len(behind))
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
 
 @dataclass(frozen=True)
 class OperatorFigures:

@@ -145,6 +145,10 @@ def _query_figures(query: QueryStatus) -> dict[str, Any]:
     }
 
 
+def _lag(source: Any) -> Any:
+    return source.kafka_lag() if source is not None else None
+
+
 def _node_metrics(node: Node, figures: BatchFigures | None) -> dict[str, Any]:
     """What the node's own figures are, from the latest batch (null where not reported)."""
     if node.kind == SOURCE:
@@ -156,6 +160,9 @@ def _node_metrics(node: Node, figures: BatchFigures | None) -> dict[str, Any]:
             "start-offset": source.start_offset if source else None,
             "end-offset": source.end_offset if source else None,
             "latest-offset": source.latest_offset if source else None,
+            # Flink's Kafka source's: all its partitions' lag, and the most of one
+            "pendingRecords": lag.pending if (lag := _lag(source)) else None,
+            "records-lag-max": lag.most if lag else None,
         }
     if node.kind == STATEFUL:
         op = _at(figures.operators if figures else [], node.stateful)

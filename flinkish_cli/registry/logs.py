@@ -22,7 +22,7 @@ import socket
 import stat
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import TextIO
 
 from flinkish_cli.errors import JobError
@@ -120,7 +120,7 @@ def stream_log(
     follow: bool = False,
     last_lines: int | None = None,
     ticks: bool = False,
-) -> Iterator[str]:
+) -> Generator[str, None, None]:
     """Yield the job's log; with ``follow``, keep yielding until the job has ended and its
     supervisor on this host has exited (at most :data:`WRITER_GRACE_SECONDS` after the end),
     across rolls (:mod:`.logroll`): when the log was emptied into ``.1``, the rest of what was

@@ -6,7 +6,7 @@ from another ``flinkish web`` process::
                                                        "failure": {...} | null}
 
 ``failure`` is the error whole (its class, message and hint, as the job client's transport
-writes errors: :mod:`flinkish_cli.client.wire`), kept so that flinkish's CLI disposing
+writes errors: :mod:`flinkish_cli.rest.wire`), kept so that flinkish's CLI disposing
 through ``flinkish web`` says exactly what it says disposing itself.
 
 Kept in the registry, so that the web endpoint itself holds no state; for

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from flinkish_cli.registry.batch_figures import BatchFigures
+from flinkish_cli.registry.batch_figures import BatchFigures, kafka_lag
 from flinkish_cli.registry.footprint import Footprint
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.registry.names import is_query_name
@@ -72,7 +72,8 @@ class Progress:
     watermark: str | None = None
     #: bytes of the query's state in memory after the batch (Spark's memoryUsedBytes)
     state_bytes: int = 0
-    #: records the query is behind its sources' latest offsets, where they report it (Kafka)
+    #: records the query is behind its sources' latest offsets over all their partitions,
+    #: where they report it (Kafka: Flink's ``pendingRecords``)
     lag: float | None = None
     #: each stateful operator's ``[Spark's name, state rows, state bytes in memory]``, in
     #: the order Spark reports them (its operator ids' order)
@@ -100,10 +101,9 @@ class Progress:
         operators = progress.get("stateOperators") or []
         watermark = (progress.get("eventTime") or {}).get("watermark")
         behind = [
-            _finite((source.get("metrics") or {}).get("maxOffsetsBehindLatest"))
+            lag
             for source in progress.get("sources") or []
-            if isinstance(source, dict)
-            and "maxOffsetsBehindLatest" in (source.get("metrics") or {})
+            if isinstance(source, dict) and (lag := _records_behind(source)) is not None
         ]
         return cls(
             batch_id=int(progress.get("batchId", -1)),
@@ -126,6 +126,20 @@ class Progress:
                 if isinstance(op, dict)
             ],
         )
+
+
+def _records_behind(source: dict[str, Any]) -> float | None:
+    """The records a source is behind its latest offsets after the batch, over all its
+    partitions (Flink's ``pendingRecords``): for Kafka's, from its end and latest offsets,
+    else from Spark's ``avgOffsetsBehindLatest`` times its partitions; for a source that
+    reports only ``maxOffsetsBehindLatest``, that; None when it reports none."""
+    lag = kafka_lag(source.get("endOffset"), source.get("latestOffset"))
+    if lag is not None:
+        return float(lag.pending)
+    metrics = source.get("metrics") or {}
+    if "maxOffsetsBehindLatest" not in metrics:
+        return None
+    return _finite(metrics.get("maxOffsetsBehindLatest"))
 
 
 def _operators(value: Any) -> list[list[Any]]:

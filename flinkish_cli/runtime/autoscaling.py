@@ -25,12 +25,15 @@ measured on completed rescales, which size every decision with
 
 Any parallelism in ``[vertex.min-parallelism, vertex.max-parallelism]`` is allowed: Spark's
 offline repartition (RocksDB) splits state into any number of partitions, and Spark's
-sources take any number of tasks (Kafka's partitions are read by as many tasks as the
-source has, whatever the parallelism).
+sources take any number of tasks. A job that reads Kafka is scaled within its topics'
+partitions, as Flink aligns a Kafka source's parallelism to them: its parallelism is at
+most the partition count of its Kafka source with the most partitions (a task more reads
+nothing), never below ``vertex.min-parallelism`` (:func:`within_partitions`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -53,6 +56,28 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 
 log = logging.getLogger("flinkish.autoscaler")
+
+
+def kafka_partitions(status: JobStatus) -> int | None:
+    """The most topic-partitions one Kafka source of the job's running queries reads, after
+    its latest batch; None when the job reads no Kafka (or its offsets are cut short)."""
+    counts = [
+        count
+        for query in status.queries.values()
+        if query.active and query.figures is not None
+        for source in query.figures.sources
+        if (count := source.kafka_partitions())
+    ]
+    return max(counts) if counts else None
+
+
+def within_partitions(settings: AutoscalerSettings, status: JobStatus) -> AutoscalerSettings:
+    """``settings`` with ``vertex.max-parallelism`` at most the job's Kafka partitions
+    (:func:`kafka_partitions`), not below ``vertex.min-parallelism``."""
+    partitions = kafka_partitions(status)
+    if partitions is None or partitions >= settings.max_parallelism:
+        return settings
+    return dataclasses.replace(settings, max_parallelism=max(partitions, settings.min_parallelism))
 
 
 class Autoscaler:
@@ -136,7 +161,7 @@ class Autoscaler:
         return decide(
             metrics,
             self.parallelism,
-            self.settings,
+            within_partitions(self.settings, status),
             now,
             self.run_start,
             changed,

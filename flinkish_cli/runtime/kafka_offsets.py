@@ -22,11 +22,12 @@ import logging
 import threading
 from typing import Any
 
+from flinkish_cli.registry.batch_figures import KAFKA_SOURCE
+
 log = logging.getLogger("flinkish.runtime")
 
 #: How long one commit may take before it is given up (the next batch tries again).
 COMMIT_TIMEOUT_S = 30
-KAFKA_SOURCE = "KafkaV2["
 
 
 def default_group(job_name: str) -> str:
@@ -131,6 +132,38 @@ class GroupCommitter:
                 )
         seconds = jvm.java.util.concurrent.TimeUnit.SECONDS
         admin.alterConsumerGroupOffsets(group, committed).all().get(COMMIT_TIMEOUT_S, seconds)
+
+
+def added_partitions(progress: dict[str, Any]) -> dict[str, list[int]]:
+    """The partitions a batch's Kafka sources read that their start offsets did not hold
+    (a topic that gained partitions since the previous batch, or since the checkpoint or
+    savepoint the query was restored from): topic -> partitions. Spark's Kafka source reads
+    them from their earliest offset, as Flink's does; the first batch of a new query (no
+    start offsets) has none."""
+    added: dict[str, list[int]] = {}
+    for source in progress.get("sources") or []:
+        if not isinstance(source, dict) or not _is_kafka(source):
+            continue
+        start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
+        if not start:
+            continue
+        for topic, partitions in end.items():
+            new = sorted(int(p) for p in set(partitions) - set(start.get(topic) or {}))
+            if new:
+                added.setdefault(topic, []).extend(new)
+    return added
+
+
+def added_partitions_line(query: str, added: dict[str, list[int]]) -> str:
+    """The job's log line for :func:`added_partitions`."""
+    parts = "; ".join(
+        f"topic '{topic}' partitions {', '.join(str(p) for p in partitions)}"
+        for topic, partitions in sorted(added.items())
+    )
+    return (
+        f"Query '{query}': Kafka {parts} are new since the query's checkpoint or savepoint; "
+        "they are read from their earliest offset."
+    )
 
 
 def _is_kafka(source: dict[str, Any]) -> bool:

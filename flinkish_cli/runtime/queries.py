@@ -24,13 +24,17 @@ from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.status import JobState, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime import hooks
+from flinkish_cli.runtime import hooks, kafka_checks
 from flinkish_cli.runtime.checkpoint_rules import BatchWatcher, CheckpointRules
 from flinkish_cli.runtime.file_backlog import FileBacklog
 from flinkish_cli.runtime.flavour import CONNECT, Flavour
 from flinkish_cli.runtime.graphs import GraphRecorder
 from flinkish_cli.runtime.identity import QueryIdentity
-from flinkish_cli.runtime.kafka_offsets import GroupCommitter
+from flinkish_cli.runtime.kafka_offsets import (
+    GroupCommitter,
+    added_partitions,
+    added_partitions_line,
+)
 from flinkish_cli.runtime.restoring import JobRestorer
 from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import message_lines
@@ -78,6 +82,7 @@ class JobQueries:
         self.backlog = FileBacklog(self._open_storage)  # a file source's lag
         #: each committed batch's Kafka offsets, to the sources' consumer groups
         self.kafka_offsets = GroupCommitter(plan.name)
+        self._kafka_checked: set[str] = set()  # queries whose Kafka sources were checked
 
     @property
     def _entries(self) -> dict[str, QueryStatus]:
@@ -103,6 +108,13 @@ class JobQueries:
         checkpoint, owner = self._checkpoint_of(writer, query, spark)
         target = self._storage_of(checkpoint, owner)
         sink_path = getattr(writer, "_flinkish_path", None)
+        if self.plan.attempt == 0 and query.identity not in self._kafka_checked:
+            self._kafka_checked.add(query.identity)  # a restart in the driver is not checked
+            kafka_checks.check(
+                query.identity,
+                kafka_checks.sources_of(writer),
+                self.restorer.saved_offsets(query.identity),
+            )
         self.restorer.restore_query(
             query,
             target,
@@ -290,6 +302,9 @@ class JobQueries:
             entry.figures = BatchFigures.from_spark(progress)
         self.graphs.progressed(str(name), progress)
         log.info("%s", done.line(str(name)))  # one line a batch (Spark's own is at INFO, off)
+        added = added_partitions(progress)
+        if added:
+            log.info("%s", added_partitions_line(str(name), added))
         try:
             self.kafka_offsets.committed(str(name), self.handles.get(str(name)), progress)
         except Exception as error:  # never the batch's concern

@@ -65,6 +65,19 @@ class JobRestorer:
         self.source_storage = open_storage(self.plan.restore.source, self.settings)
         self.source = open_source(self.source_storage, self.plan.restore.source)
 
+    def saved_offsets(self, identity: str) -> list[Any]:
+        """The source offsets the savepoint holds for the query ``identity`` when this start
+        of it restores the savepoint (its first in the job, not a rescale in place); none
+        otherwise."""
+        restore = self.plan.restore
+        if restore is None or restore.rescale is not None or self.plan.attempt > 0:
+            return []
+        if identity in self.seen:
+            return []
+        self._open()
+        saved = self.source.manifest.query(identity)
+        return list(saved.source_offsets) if saved is not None else []
+
     def restore_query(
         self,
         query: QueryIdentity,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import traceback
 
+from flinkish_cli.errors import FlinkishError
+
 #: The line of a short cause that names the program's own exception inside Spark's.
 PYTHON_CAUSE = "Caused by (Python): "
 MAX_LINES = 6
@@ -48,7 +50,12 @@ def short_cause(error: BaseException, program: str | None = None) -> str:
     """Describe ``error`` for a user: its message, and where in ``program`` it was raised."""
     lines = message_lines(str(error))
     name = type(error).__name__
-    if name in ("StreamingQueryException", "Py4JJavaError", "CapturedException"):
+    explained = kafka_line("\n".join(lines))
+    if explained:
+        lines = [explained, *lines]
+    # flinkish's own messages are for users already; Spark's wrappers' names say nothing
+    plain = explained or isinstance(error, FlinkishError) or name in _SPARK_WRAPPERS
+    if plain:
         message = "\n".join(lines[:MAX_LINES])
     else:
         message = f"{name}: " + "\n".join(lines[:MAX_LINES]) if lines else name
@@ -56,6 +63,36 @@ def short_cause(error: BaseException, program: str | None = None) -> str:
     if where:
         message += f"\n  at {where}"
     return message[:MAX_CHARS]
+
+
+_SPARK_WRAPPERS = ("StreamingQueryException", "Py4JJavaError", "CapturedException")
+
+
+def kafka_line(message: str) -> str | None:
+    """One line saying what to do about Spark's Kafka error in ``message`` (its connector
+    missing, records lost), or None for any other."""
+    if "[KAFKA_DATA_SOURCE_NOT_ENABLED]" in message:
+        return (
+            "Spark's Kafka connector is not on the job's class path: run the job with "
+            "-D flinkish.connectors=kafka (or flinkish.connectors: kafka in its configuration)."
+        )
+    found = _DATA_LOSS.search(message)
+    if found:
+        reason = (found.group("reason") or "").strip().rstrip(".")
+        return (
+            f"Kafka records the job had not read are gone ({reason or found.group('kind')}): "
+            "the topic's retention deleted them, or the topic was deleted and created again. "
+            "Set the source option failOnDataLoss to false to skip them, or start the job "
+            "without its checkpoint."
+        )
+    return None
+
+
+#: Spark's KAFKA_DATA_LOSS error: its subclass and the reason after "Reason:".
+_DATA_LOSS = re.compile(
+    r"\[KAFKA_DATA_LOSS\.(?P<kind>\w+)\].*?Reason:\s*(?P<reason>[^\n]*?)\s*(?:SQLSTATE:|\n|$)",
+    re.DOTALL,
+)
 
 
 def message_lines(text: str) -> list[str]:

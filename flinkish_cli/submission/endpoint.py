@@ -29,9 +29,8 @@ import json
 from dataclasses import dataclass
 
 from flinkish_cli.errors import JobError
+from flinkish_cli.rest.messages import CLUSTER
 
-#: flinkish web's document naming its session cluster (served by flinkish_cli.web).
-CLUSTER_PATH = "/flinkish/cluster"
 #: The document's key holding the Connect address (``sc://host:port``) or null.
 SESSION_KEY = "session-cluster"
 #: The document's key holding the registry it serves: ``{"location": ..., "id": ...}``.
@@ -87,7 +86,7 @@ def session_cluster(
     if token:
         headers["Authorization"] = f"Bearer {token}"
     try:
-        connection.request("GET", CLUSTER_PATH, headers=headers)
+        connection.request("GET", CLUSTER.path, headers=headers)
         response = connection.getresponse()
         body = response.read(1 << 16)
     except (http.client.HTTPException, ConnectionResetError):
@@ -114,7 +113,7 @@ def session_cluster(
         document = None
     if not isinstance(document, dict) or SESSION_KEY not in document:
         raise JobError(
-            f"{address} answers HTTP {response.status} to {CLUSTER_PATH}: it is not flinkish "
+            f"{address} answers HTTP {response.status} to {CLUSTER.path}: it is not flinkish "
             "web's REST endpoint.",
             "Give -m the address flinkish web prints (scripts/start-cluster.sh --session), or "
             "the Spark Connect server itself as -m sc://host:port.",

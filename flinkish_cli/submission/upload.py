@@ -1,7 +1,7 @@
 """Programs submitted to a session cluster through ``flinkish web``, as Flink's CLI submits
 a jar through ``/jars/upload`` and ``/jars/:id/run``.
 
-Both sides of the exchange live here (the routes are :mod:`flinkish_cli.client.wire`'s):
+Both sides of the exchange live here (the routes are :mod:`flinkish_cli.rest.wire`'s):
 
 - **The CLI** (:func:`program_archive`) checks the program as ``run`` always does (present,
   valid Python, not PyFlink) and zips the job's code, the same files a job ships to its

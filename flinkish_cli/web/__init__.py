@@ -15,10 +15,15 @@ out for the CLI is finished before it exits (:mod:`.upgrades`).
   own, capped, never the shared ones; the server's stopping, which ends them;
 - :mod:`.security`: the guard before every route (the Host, cross-site requests, the bearer
   token, body size and time) and the headers every answer carries;
-- :mod:`.app`: the application (routes with and without Flink's ``/v1`` prefix, errors as
-  Flink's ``{"errors": [...]}``);
-- :mod:`.handlers`: each route's handler, through the job client; :mod:`.parsing` reads
-  requests, :mod:`.replies` writes answers;
+- :mod:`.app`: the application (routes with and without Flink's ``/v1`` prefix, their paths
+  from :mod:`flinkish_cli.rest.messages`; errors as Flink's ``{"errors": [...]}``);
+- the handlers, by audience, each through the job client: :mod:`.flink_api` (Flink's REST
+  API), :mod:`.rescales` (Flink's rescale routes and the rescale history),
+  :mod:`.registry_api` (flinkish's own routes for its CLI), :mod:`.uploads` (programs
+  uploaded, run and upgraded here), :mod:`.dashboard_api` (the dashboard's documents);
+  :mod:`.handling` what they share (the client, the pools, a job's 404, an action's 409);
+- :mod:`.parsing` reads requests, :mod:`.replies` writes answers (and a route from its
+  message);
 - :mod:`.flink_json`: flinkish's job statuses in the field names of Flink's REST API;
   :mod:`.dashboard`: the page and its own documents; :mod:`.metrics`: ``/metrics``, with
   Flink's metric names; :mod:`.upgrades`: an upgrade the CLI asked for, carried out in a

@@ -2,10 +2,12 @@
 prefix, as Flink's own server serves it), the dashboard's documents, ``/metrics`` and the
 page, behind the guard (:mod:`.security`).
 
-Routes live in :mod:`.handlers`; this module puts them together and turns every exception
-into Flink's ``{"errors": [...]}`` (:mod:`.replies`), never a traceback. Its shutdown waits
-for the upgrades under way (:mod:`.upgrades`); with ``web.submit.enable``, it removes old
-uploads now and then (:func:`flinkish_cli.submission.upload.sweep`).
+Routes live in :mod:`.flink_api`, :mod:`.rescales`, :mod:`.registry_api`, :mod:`.uploads`
+and :mod:`.dashboard_api` (their paths are :mod:`flinkish_cli.rest.messages`'s); this module
+puts them together and turns every exception into Flink's ``{"errors": [...]}``
+(:mod:`.replies`), never a traceback. Its shutdown waits for the upgrades under way
+(:mod:`.upgrades`); with ``web.submit.enable``, it removes old uploads now and then
+(:func:`flinkish_cli.submission.upload.sweep`).
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from flinkish_cli.client.jobs import JobClient
+from flinkish_cli.client.uploads import Uploads
 from flinkish_cli.errors import FlinkishError
+from flinkish_cli.rest import messages as m
 from flinkish_cli.web import dashboard
-from flinkish_cli.web.handlers import FlinkRestApi
+from flinkish_cli.web.dashboard_api import DashboardApi
+from flinkish_cli.web.flink_api import FlinkApi
+from flinkish_cli.web.handling import Serving
 from flinkish_cli.web.limits import Stopping
+from flinkish_cli.web.registry_api import RegistryApi
 from flinkish_cli.web.replies import FlinkError, errors
 from flinkish_cli.web.rescales import RescaleRoutes
 from flinkish_cli.web.security import BodyTimeout, Guard, too_large, too_slow
 from flinkish_cli.web.settings import WebSettings
+from flinkish_cli.web.uploads import UploadsApi
 
 __all__ = ["WebSettings", "create_app"]
 
@@ -39,10 +47,14 @@ log = logging.getLogger("flinkish.web")
 
 
 def create_app(
-    client: JobClient, settings: WebSettings, stopping: Stopping | None = None
+    client: JobClient,
+    settings: WebSettings,
+    stopping: Stopping | None = None,
+    uploads: Uploads | None = None,
 ) -> ASGIApp:
     """The ASGI application of ``flinkish web``; ``stopping`` is set when the server is
-    asked to stop (its long answers end then)."""
+    asked to stop (its long answers end then); ``uploads`` the services for programs sent
+    here (by default without a warm runner)."""
     from starlette.responses import FileResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
@@ -50,22 +62,23 @@ def create_app(
     from flinkish_cli.web.metrics import metrics_route
 
     stopping = stopping or Stopping()
-    api = FlinkRestApi(client, settings, stopping)
-    rescales = RescaleRoutes(client, settings).routes()
+    serving = Serving(client, settings, stopping, uploads)
+    flink = FlinkApi(serving).routes() + RescaleRoutes(client, settings).routes()
 
     async def page(request: Request) -> Response:
         """The dashboard's page."""
         return FileResponse(dashboard.ASSETS / "index.html")
 
     routes = [
-        Mount("/v1", routes=api.routes() + rescales),
-        *api.routes(),
-        *rescales,
-        *api.dashboard_routes(),
+        Mount(m.VERSION_PREFIX, routes=flink),
+        *flink,
+        *RegistryApi(serving).routes(),
+        *UploadsApi(serving).routes(),
+        *DashboardApi(serving).routes(),
         metrics_route(client),
-        Route("/", page, methods=["GET"]),
-        Route("/index.html", page, methods=["GET"]),
-        Mount("/assets", app=StaticFiles(directory=dashboard.ASSETS), name="assets"),
+        Route(m.PAGE.path, page, methods=[m.PAGE.method]),
+        Route(m.PAGE_INDEX.path, page, methods=[m.PAGE_INDEX.method]),
+        Mount(m.ASSETS, app=StaticFiles(directory=dashboard.ASSETS), name="assets"),
     ]
 
     async def flink_error(request: Request, error: Exception) -> Response:
@@ -103,7 +116,7 @@ def create_app(
             await asyncio.sleep(every)
             try:
                 await run_in_threadpool(
-                    client.sweep_uploads, settings.upload_dir, settings.upload_timeout
+                    serving.uploads.sweep_uploads, settings.upload_dir, settings.upload_timeout
                 )
             except OSError as error:
                 log.warning("Could not remove old uploads under %s: %s", settings.upload_dir, error)
@@ -115,7 +128,7 @@ def create_app(
         stopping.set()
         if sweeper is not None:
             sweeper.cancel()
-        await run_in_threadpool(api.upgrades.wait)  # none left half done by a stop
+        await run_in_threadpool(serving.upgrades.wait)  # none left half done by a stop
 
     application = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     return Guard(application, settings)

@@ -49,6 +49,7 @@ from flinkish_cli.registry.history import SavepointRecord
 from flinkish_cli.registry.series import FIELDS, Series
 from flinkish_cli.registry.status import JobStatus, parse_timestamp
 from flinkish_cli.registry.store import RegistryIdentity
+from flinkish_cli.rest import messages
 from flinkish_cli.submission.endpoint import (
     REGISTRY_KEY,
     SESSION_KEY,
@@ -59,8 +60,8 @@ from flinkish_cli.web.flink_json import job_overview
 
 ASSETS = Path(__file__).with_name("assets")
 #: Paths served without the token: the page and its assets, which hold no job data.
-PUBLIC_PATHS = ("/", "/index.html")
-PUBLIC_PREFIX = "/assets/"
+PUBLIC_PATHS = (messages.PAGE.path, messages.PAGE_INDEX.path)
+PUBLIC_PREFIX = messages.ASSETS + "/"
 
 
 def cluster(

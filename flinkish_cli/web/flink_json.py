@@ -18,24 +18,22 @@ How flinkish maps onto Flink's model:
   that run its tasks are its TaskManagers, with Spark's task slots (:class:`JobCluster`).
 
 Every function takes plain data and returns plain JSON-ready dicts: nothing here reads the
-registry or knows HTTP.
+registry or knows HTTP. The job's documents are here (overview, details, plan, config);
+:mod:`.flink_cluster` writes the cluster's (overview, dashboard configuration) and
+:mod:`.flink_checkpoints` a job's checkpoints and exceptions.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
-import statistics
 import time
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from flinkish_cli.config.secrets import REDACTED, is_secret
 from flinkish_cli.registry.graph import JobGraph, node_id
 from flinkish_cli.registry.history import SavepointRecord
-from flinkish_cli.registry.jvm import JvmRecord
-from flinkish_cli.registry.status import JobState, JobStatus, Progress, parse_timestamp
+from flinkish_cli.registry.status import JobState, JobStatus
 
 #: Flink's job states (JobStatus), in the order Flink's ``timestamps`` lists them.
 FLINK_JOB_STATES = (
@@ -277,68 +275,6 @@ def job_ids(statuses: list[JobStatus], now: float | None = None) -> dict[str, An
     return {"jobs": [{"id": s.job_id, "status": s.effective_state(now).value} for s in statuses]}
 
 
-@dataclass(frozen=True)
-class JobCluster:
-    """What one job that is not over runs on, in Flink's cluster terms: its TaskManagers
-    (Spark's executors that run tasks; local mode's one is the driver), their task slots and
-    the slots running no task now. Without a record of its JVMs (``flinkish.metrics.jvm
-    .interval`` 0, a session cluster without its UI) the job's driver counts as one
-    TaskManager with one slot per query, none free."""
-
-    taskmanagers: int
-    slots: int
-    available: int
-
-    @classmethod
-    def of(cls, status: JobStatus, record: JvmRecord | None) -> JobCluster:
-        if record is None:
-            return cls(1, len(status.queries), 0)
-        return cls(len(record.taskmanagers), record.slots_total, record.slots_available)
-
-
-def cluster_overview(
-    statuses: list[JobStatus], version: str, jvms: dict[str, JvmRecord] | None = None
-) -> dict[str, Any]:
-    """``GET /overview`` (Flink's ClusterOverview): the jobs that are not over, each on the
-    cluster :class:`JobCluster` says (``jvms``: the jobs' records of their JVMs)."""
-    now = time.time()
-    states = [s.effective_state(now) for s in statuses]
-    running = [s for s, state in zip(statuses, states, strict=True) if not state.is_terminal]
-    clusters = [JobCluster.of(s, (jvms or {}).get(s.job_id)) for s in running]
-    return {
-        "taskmanagers": sum(c.taskmanagers for c in clusters),
-        "slots-total": sum(c.slots for c in clusters),
-        "slots-available": sum(c.available for c in clusters),
-        "jobs-running": len(running),
-        "jobs-finished": states.count(JobState.FINISHED),
-        "jobs-cancelled": states.count(JobState.CANCELED),
-        "jobs-failed": states.count(JobState.FAILED),
-        "flink-version": version,
-        "flink-commit": "flinkish",
-    }
-
-
-def dashboard_config(
-    version: str, refresh_ms: int, cancel: bool, rescale: bool = False
-) -> dict[str, Any]:
-    """``GET /config`` (Flink's DashboardConfiguration)."""
-    local = datetime.now().astimezone()
-    offset = local.utcoffset()
-    return {
-        "refresh-interval": refresh_ms,
-        "timezone-name": local.tzname() or "UTC",
-        "timezone-offset": int(offset.total_seconds() * 1000) if offset else 0,
-        "flink-version": version,
-        "flink-revision": "flinkish",
-        "features": {
-            "web-submit": False,
-            "web-cancel": cancel,
-            "web-rescale": rescale,
-            "web-history": False,
-        },
-    }
-
-
 def job_config(status: JobStatus, conf: dict[str, str]) -> dict[str, Any]:
     """``GET /jobs/:jobid/config`` (Flink's JobConfigInfo); a secret key's value (there
     should be none: the kept configuration leaves them out) is shown redacted."""
@@ -353,167 +289,4 @@ def job_config(status: JobStatus, conf: dict[str, str]) -> dict[str, Any]:
             "object-reuse-mode": False,
             "user-config": dict(sorted(conf.items())),
         },
-    }
-
-
-def _checkpoint(job_id: str, query: str, progress: Progress, path: str) -> dict[str, Any]:
-    trigger = parse_timestamp(progress.timestamp)
-    return {
-        "@class": "completed",
-        "id": progress.batch_id,
-        "status": "COMPLETED",
-        "is_savepoint": False,
-        "savepointFormat": None,
-        "trigger_timestamp": trigger,
-        "latest_ack_timestamp": trigger + progress.duration_ms,
-        "checkpointed_size": progress.state_bytes,
-        "state_size": progress.state_bytes,
-        "end_to_end_duration": progress.duration_ms,
-        "alignment_buffered": 0,
-        "processed_data": progress.input_rows,
-        "persisted_data": 0,
-        "num_subtasks": 1,
-        "num_acknowledged_subtasks": 1,
-        "checkpoint_type": "CHECKPOINT",
-        "tasks": {},
-        "external_path": path,
-        "discarded": False,
-        # flinkish's own: which query's micro-batch this is, and its figures
-        "query": query,
-        "vertex": vertex_id(job_id, query),
-        "input_rows_per_second": progress.input_rows_per_second,
-        "processed_rows_per_second": progress.processed_rows_per_second,
-        "watermark": progress.watermark,
-        "state_rows": progress.state_rows,
-        "lag": progress.lag,
-    }
-
-
-def stats_summary(values: list[int]) -> dict[str, Any]:
-    """Flink's ``StatsSummaryDto`` of ``values`` (all zero when there are none)."""
-    if not values:
-        zero = {"min": 0, "max": 0, "avg": 0}
-        return {**zero, "p50": 0.0, "p90": 0.0, "p95": 0.0, "p99": 0.0, "p999": 0.0}
-    ordered = sorted(values)
-
-    def quantile(q: float) -> float:
-        return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
-
-    return {
-        "min": ordered[0],
-        "max": ordered[-1],
-        "avg": int(statistics.fmean(ordered)),
-        "p50": quantile(0.5),
-        "p90": quantile(0.9),
-        "p95": quantile(0.95),
-        "p99": quantile(0.99),
-        "p999": quantile(0.999),
-    }
-
-
-def checkpoint_history(status: JobStatus, size: int) -> list[dict[str, Any]]:
-    """The job's recent micro-batches as completed checkpoints, newest first, at most
-    ``size`` (``web.checkpoints.history``)."""
-    entries = [
-        _checkpoint(status.job_id, name, progress, query.checkpoint)
-        for name, query in status.queries.items()
-        for progress in query.recent
-        if progress.input_rows or progress.duration_ms
-    ]
-    entries.sort(key=lambda e: (e["trigger_timestamp"], e["id"]), reverse=True)
-    return entries[:size]
-
-
-def checkpoints(
-    status: JobStatus, size: int, last_savepoint: SavepointRecord | None = None
-) -> dict[str, Any]:
-    """``GET /jobs/:jobid/checkpoints`` (Flink's CheckpointingStatistics): ``counts`` are
-    the job's committed micro-batches (:meth:`JobStatus.completed_checkpoints`), ``latest``
-    its newest batch and ``last_savepoint``, the newest completed savepoint of its history
-    (:meth:`~flinkish_cli.registry.history.SavepointHistory.last_completed`)."""
-    history = checkpoint_history(status, size)
-    completed = status.completed_checkpoints()
-    savepoint = None
-    if last_savepoint is not None:
-        taken = int(last_savepoint.time * 1000)
-        savepoint = {
-            "@class": "completed",
-            "id": 0,
-            "status": "COMPLETED",
-            "is_savepoint": True,
-            "savepointFormat": "CANONICAL",
-            "trigger_timestamp": taken,
-            "latest_ack_timestamp": taken,
-            "checkpointed_size": 0,
-            "state_size": 0,
-            "end_to_end_duration": 0,
-            "alignment_buffered": 0,
-            "processed_data": 0,
-            "persisted_data": 0,
-            "num_subtasks": len(status.queries),
-            "num_acknowledged_subtasks": len(status.queries),
-            "checkpoint_type": "SAVEPOINT",
-            "tasks": {},
-            "external_path": last_savepoint.path,
-            "discarded": False,
-        }
-    restored = None
-    if status.restored_from:
-        restored = {
-            "id": 0,
-            "restore_timestamp": ms(status.start_time),
-            "is_savepoint": "savepoint-" in status.restored_from,
-            "external_path": status.restored_from,
-        }
-    return {
-        "counts": {
-            "restored": 1 if status.restored_from else 0,
-            "total": completed,
-            "in_progress": 0,
-            "completed": completed,
-            "failed": 0,
-        },
-        "summary": {
-            "checkpointed_size": stats_summary([e["checkpointed_size"] for e in history]),
-            "state_size": stats_summary([e["state_size"] for e in history]),
-            "end_to_end_duration": stats_summary([e["end_to_end_duration"] for e in history]),
-            "alignment_buffered": stats_summary([]),
-            "processed_data": stats_summary([e["processed_data"] for e in history]),
-            "persisted_data": stats_summary([]),
-        },
-        "latest": {
-            "completed": history[0] if history else None,
-            "savepoint": savepoint,
-            "failed": None,
-            "restored": restored,
-        },
-        "history": history,
-    }
-
-
-def exceptions(status: JobStatus, limit: int) -> dict[str, Any]:
-    """``GET /jobs/:jobid/exceptions`` (Flink's JobExceptionsInfoWithHistory), newest
-    first; with Flink 1.x's top-level fields too, for older clients."""
-    entries = []
-    for failure in reversed(status.exceptions[-limit:] if limit > 0 else []):
-        cause = str(failure.get("cause") or "")
-        first = cause.splitlines()[0] if cause else ""
-        name = first.split(":", 1)[0] if ":" in first else "Exception"
-        entry: dict[str, Any] = {
-            "exceptionName": name,
-            "stacktrace": cause,
-            "timestamp": int(failure.get("timestamp") or 0),
-            "failureLabels": {"attempt": str(failure.get("attempt", 0))},
-            "concurrentExceptions": [],
-        }
-        if failure.get("query"):
-            entry["taskName"] = failure["query"]
-        entries.append(entry)
-    newest = entries[0] if entries else None
-    return {
-        "root-exception": newest["stacktrace"] if newest else None,
-        "timestamp": newest["timestamp"] if newest else None,
-        "all-exceptions": [],
-        "truncated": len(status.exceptions) > limit,
-        "exceptionHistory": {"entries": entries, "truncated": len(status.exceptions) > limit},
     }

@@ -16,10 +16,17 @@ a query's (Flink's task scope):
   while the query runs ``..._busyTimeMsPerSecond``, ``..._backPressuredTimeMsPerSecond``
   and ``..._idleTimeMsPerSecond`` over its recent micro-batches and its trigger interval
   (:mod:`flinkish_cli.registry.task_time` says what each means in Spark's terms);
+- per Kafka source, Flink's Kafka connector's names in its operator scope (labels
+  ``operator_id``, the source's node id in the job graph, ``operator_name``, ``Source:``
+  and Spark's description, and ``subtask_index`` 0: the source's figures are one
+  subtask's): ``flink_taskmanager_job_task_operator_pendingRecords`` (records behind its
+  topics' latest offsets, all partitions) and
+  ``..._operator_KafkaSourceReader_KafkaConsumer_records_lag_max`` (the partition furthest
+  behind), after the query's latest batch;
 - per job that is not over, its JobManager as Flink's application mode has one per job
   (labels ``host`` and the job's): ``flink_jobmanager_numRunningJobs`` (1),
   ``..._numRegisteredTaskManagers``, ``..._taskSlotsTotal`` and ``..._taskSlotsAvailable``
-  (:class:`~flinkish_cli.web.flink_json.JobCluster`, as ``/overview`` counts them), and from
+  (:class:`~flinkish_cli.web.flink_cluster.JobCluster`, as ``/overview`` counts them), and from
   the job's record of its JVMs (:mod:`flinkish_cli.registry.jvm`) Flink's process gauges:
   ``flink_jobmanager_Status_JVM_*`` for the driver and ``flink_taskmanager_Status_JVM_*``
   (label ``tm_id``, Spark's executor id) for each executor that runs tasks:
@@ -29,7 +36,8 @@ a query's (Flink's task scope):
   (``G1_Young_Generation``), and ``All`` for every collector together;
 - Spark's progress figures otherwise: ``flinkish_query_batch_duration_ms``,
   ``flinkish_query_last_batch``, ``flinkish_query_state_rows``, ``flinkish_query_input_rows``,
-  ``flinkish_query_records_lag_max`` (where the source reports it, as Kafka's does),
+  ``flinkish_query_records_lag_max`` (the records a query's sources are behind their
+  latest offsets over all their partitions, where they report it, as Kafka's does),
   and ``flinkish_job_state`` (1 for the job's state, labelled ``state``);
 - what each query's checkpoint takes on storage, as its driver last measured it:
   ``flinkish_query_checkpoint_bytes`` and ``flinkish_query_checkpoint_files``, labelled
@@ -68,12 +76,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.footprint import grows
+from flinkish_cli.registry.graph import node_id
 from flinkish_cli.registry.jvm import JvmRecord, Process
 from flinkish_cli.registry.rescales import RescaleHistory
 from flinkish_cli.registry.status import JobState, JobStatus, parse_timestamp
 from flinkish_cli.registry.task_time import task_time
-from flinkish_cli.web.flink_json import JobCluster, vertex_id
+from flinkish_cli.rest import messages
+from flinkish_cli.web.flink_cluster import JobCluster
+from flinkish_cli.web.flink_json import vertex_id
 
 log = logging.getLogger("flinkish.web")
 
@@ -82,6 +94,8 @@ QUERY = ("job_id", "job_name", "query")
 #: Flink's task scope: the query is the task (``task_name``; ``task_id`` the REST API's vertex id)
 TASK = (*QUERY, "task_id", "task_name")
 PART = (*QUERY, "part", "grows")
+#: Flink's operator scope (a source of the query: ``operator_id`` its node's id in the graph)
+OPERATOR = (*TASK, "operator_id", "operator_name", "subtask_index")
 #: Flink's JobManager and TaskManager scopes, with the job each belongs to
 JM = ("host", *JOB)
 TM = ("host", "tm_id", *JOB)
@@ -111,6 +125,18 @@ METRICS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         TASK,
     ),
     ("idle", _T + "idleTimeMsPerSecond", "Ms per second waiting for the next trigger.", TASK),
+    (
+        "pending",
+        _T + "operator_pendingRecords",
+        "Records the Kafka source is behind its topics' latest offsets.",
+        OPERATOR,
+    ),
+    (
+        "lag_max",
+        _T + "operator_KafkaSourceReader_KafkaConsumer_records_lag_max",
+        "Records the Kafka source's partition furthest behind is behind its latest offset.",
+        OPERATOR,
+    ),
     ("running_jobs", "flink_jobmanager_numRunningJobs", "Jobs not over (1: this one).", JM),
     (
         "managers",
@@ -236,6 +262,8 @@ def job_metrics(
             if last.lag is not None:
                 g["lag"].add_metric(qlabels, last.lag)
         for name, query in status.queries.items():
+            _kafka_lag(g, status, name, query.figures)
+        for name, query in status.queries.items():
             if query.active and not state.is_terminal:
                 spent = task_time(query.recent, query.trigger_ms, query.idle)
                 tlabels = [*labels, name, vertex_id(status.job_id, name), name]
@@ -257,6 +285,22 @@ def job_metrics(
     yield from processes.families()
 
 
+def _kafka_lag(g: dict, status: JobStatus, name: str, figures: BatchFigures | None) -> None:
+    """Each Kafka source's lag after the query's latest batch, in Flink's Kafka source's
+    names: ``pendingRecords`` (all its partitions) and ``records-lag-max`` (the most of one)."""
+    if figures is None:
+        return
+    for index, source in enumerate(figures.sources):
+        lag = source.kafka_lag()
+        if lag is None:
+            continue
+        labels = [status.job_id, status.name, name, vertex_id(status.job_id, name), name]
+        operator = node_id(status.job_id, name, f"source-{index}")
+        olabels = [*labels, operator, f"Source: {source.description}", "0"]
+        g["pending"].add_metric(olabels, lag.pending)
+        g["lag_max"].add_metric(olabels, lag.most)
+
+
 def _autoscaler(
     g: dict[str, GaugeMetricFamily], labels: list[str], status: JobStatus, history: Any
 ) -> None:
@@ -268,9 +312,8 @@ def _autoscaler(
     latest = history.latest or {}
     if isinstance(latest.get("target"), int):
         g["as_target"].add_metric(labels, latest["target"])
-    figures = latest.get("figures") if isinstance(latest.get("figures"), dict) else {}
-    queries = figures.get("queries") if isinstance(figures.get("queries"), dict) else {}
-    utilisation = figures.get("utilisation") if isinstance(figures.get("utilisation"), dict) else {}
+    figures: dict[str, Any] = _mapping(latest.get("figures"))
+    queries, utilisation = _mapping(figures.get("queries")), _mapping(figures.get("utilisation"))
     for name, query in queries.items():
         if not isinstance(query, dict):
             continue
@@ -356,4 +399,9 @@ def metrics_route(client: Any) -> Route:
         body = await run_in_threadpool(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    return Route("/metrics", metrics, methods=["GET"])
+    return Route(messages.METRICS.path, metrics, methods=[messages.METRICS.method])
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}

@@ -5,10 +5,11 @@ that does not match is Flink's 400 (:class:`~.replies.FlinkError`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from starlette.requests import Request
 
-from flinkish_cli.client.jobs import is_trigger_id
+from flinkish_cli.client.base import is_trigger_id
 from flinkish_cli.registry.jobid import is_job_id
 from flinkish_cli.web.replies import FlinkError
 
@@ -27,7 +28,7 @@ def job_id(request: Request) -> str:
     return value.lower()
 
 
-async def body(request: Request, allowed: dict[str, tuple[type, ...]] | None, name: str) -> dict:
+async def body(request: Request, allowed: Mapping[str, tuple[type, ...]] | None, name: str) -> dict:
     """The request's JSON object, each field of an allowed type (null allowed; any field
     when ``allowed`` is None); Flink's 400 otherwise. An empty body is ``{}``, as Flink's
     clients send for no body."""
@@ -70,7 +71,7 @@ def trigger_id(data: dict, key: str = "triggerId") -> str | None:
 
 
 async def savepoint_body(
-    request: Request, allowed: dict[str, tuple[type, ...]], name: str
+    request: Request, allowed: Mapping[str, tuple[type, ...]], name: str
 ) -> tuple[dict, str | None, str]:
     """A savepoint-taking request's body (stop, savepoint): its fields, its trigger id (the
     caller's, if any) and its format type."""
@@ -107,8 +108,8 @@ def savepoint_target(data: dict, key: str) -> None:
 def request_timeout(request: Request) -> float:
     """How long a trigger's sender waits for the job (``Flinkish-Request-Timeout``, seconds):
     the trigger expires then; without the header, Flink's detached meaning (a day)."""
-    from flinkish_cli.client.jobs import DETACHED_TTL
-    from flinkish_cli.client.wire import TIMEOUT_HEADER
+    from flinkish_cli.client.base import DETACHED_TTL
+    from flinkish_cli.rest.wire import TIMEOUT_HEADER
 
     raw = request.headers.get(TIMEOUT_HEADER)
     if raw is None:

@@ -5,18 +5,22 @@ match; 413 for a body too large; 409 when the job cannot do it now), never a tra
 One owner for the headers every answer of ``flinkish web`` carries (:data:`SECURITY_HEADERS`)
 and for the error body, which the HTTP protocol layer (:mod:`.protocol`), the guard
 (:mod:`.security`) and the handlers all send. An error the job client raised travels whole
-beside Flink's body, in the ``Flinkish-Error`` header (:mod:`flinkish_cli.client.wire`), for
+beside Flink's body, in the ``Flinkish-Error`` header (:mod:`flinkish_cli.rest.wire`), for
 flinkish's own CLI."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from flinkish_cli.client.wire import ERROR_HEADER, error_header
 from flinkish_cli.errors import FlinkishError
+from flinkish_cli.rest.messages import Message
+from flinkish_cli.rest.wire import ERROR_HEADER, error_header
 
 JSON_TYPE = "application/json; charset=UTF-8"
 
@@ -74,3 +78,9 @@ def raw_error(status: int, reason: str, message: str) -> bytes:
         "Cache-Control: no-store",
     ]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def route(message: Message, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
+    """The route serving ``message`` (its method and path, :mod:`flinkish_cli.rest.messages`)
+    with ``endpoint``."""
+    return Route(message.path, endpoint, methods=[message.method])

@@ -33,14 +33,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from flinkish_cli.client import wire
-from flinkish_cli.client.jobs import JobClient, is_trigger_id
+from flinkish_cli.client.base import is_trigger_id
+from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobStatus
+from flinkish_cli.rest import messages as m
 from flinkish_cli.web import parsing
-from flinkish_cli.web.flink_json import stats_summary, vertex_id
-from flinkish_cli.web.replies import JSON_TYPE, FlinkError, ok
+from flinkish_cli.web.flink_checkpoints import stats_summary
+from flinkish_cli.web.flink_json import vertex_id
+from flinkish_cli.web.replies import JSON_TYPE, FlinkError, ok, route
 from flinkish_cli.web.settings import WebSettings
 
 #: Flink's terminal states of a rescale, for each outcome (None: not ended).
@@ -176,20 +178,15 @@ class RescaleRoutes:
         self.settings = settings
 
     def routes(self) -> list[Route]:
-        job = "/jobs/{jobid}"
         return [
-            Route(f"{job}/resource-requirements", self.get_requirements, methods=["GET"]),
-            Route(f"{job}/resource-requirements", self.put_requirements, methods=["PUT"]),
-            Route(
-                f"{job}/resource-requirements/{{triggerid}}",
-                self.rescale_status,
-                methods=["GET"],
-            ),
-            Route(f"{job}/rescales/history", self.history, methods=["GET"]),
-            Route(f"{job}/rescales/overview", self.overview, methods=["GET"]),
-            Route(f"{job}/rescales/summary", self.summary, methods=["GET"]),
-            Route(f"{job}/rescales/details/{{rescaleuuid}}", self.details, methods=["GET"]),
-            Route(wire.job_path("{jobid}", "rescales"), self.document, methods=["GET"]),
+            route(m.RESOURCE_REQUIREMENTS, self.get_requirements),
+            route(m.RESOURCE_REQUIREMENTS_UPDATE, self.put_requirements),
+            route(m.RESOURCE_REQUIREMENTS_STATUS, self.rescale_status),
+            route(m.RESCALES_HISTORY, self.history),
+            route(m.RESCALES_OVERVIEW, self.overview),
+            route(m.RESCALES_SUMMARY, self.summary),
+            route(m.RESCALE_DETAILS, self.details),
+            route(m.REGISTRY_JOB_RESCALES, self.document),
         ]
 
     async def _status(self, job_id: str) -> JobStatus:

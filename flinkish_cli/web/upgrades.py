@@ -1,6 +1,6 @@
 """An upgrade that flinkish's CLI asked ``flinkish web`` to carry out
 (``POST /flinkish/jars/:id/upgrade``), and its answer: the events of
-:mod:`flinkish_cli.client.wire`, streamed as they happen.
+:mod:`flinkish_cli.rest.wire`, streamed as they happen.
 
 The upgrade runs in a thread of its own, not in a request's: it may wait minutes for the new
 program to become stable, and it goes on to its end when the CLI that asked goes away (a
@@ -19,11 +19,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from flinkish_cli.client import wire
 from flinkish_cli.errors import FlinkishError, JobError
+from flinkish_cli.rest import wire
 
 if TYPE_CHECKING:
-    from flinkish_cli.client.upgrade_outcome import UpgradeOutcome
+    from flinkish_cli.client.upgrade.outcome import UpgradeOutcome
 
 log = logging.getLogger("flinkish.web")
 

@@ -32,7 +32,7 @@ shows them. The options Flink's `bin/flink` has keep Flink's names (`-p`, `-s`, 
 _DOCUMENTS = {
     "status.summary": "flinkish_cli.registry.status:JobStatus.summary",
     "record.summary": "flinkish_cli.registry.history:SavepointRecord.summary",
-    "outcome.summary": "flinkish_cli.client.upgrade_outcome:UpgradeOutcome.summary",
+    "outcome.summary": "flinkish_cli.client.upgrade.outcome:UpgradeOutcome.summary",
     "done.to_result": "flinkish_cli.registry.protocol:CheckpointDone.to_result",
     "listing.summary": "flinkish_cli.state.model:StateListing.summary",
     "s.summary": "flinkish_cli.state.model:StoreRows.summary",

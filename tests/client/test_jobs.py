@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flinkish_cli.client.jobs import JobClient, savepoint_target
+from flinkish_cli.client.base import savepoint_target
+from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.config import load_configuration
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.protocol import (

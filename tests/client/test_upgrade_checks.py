@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flinkish_cli.client.upgrade_checks import check_state, check_writable, fallback_allowed
-from flinkish_cli.client.upgrade_outcome import UpgradeMode
+from flinkish_cli.client.upgrade.checks import check_state, check_writable, fallback_allowed
+from flinkish_cli.client.upgrade.outcome import UpgradeMode
 from flinkish_cli.config import Configuration
 from flinkish_cli.errors import JobError, SavepointError
 from flinkish_cli.registry import program

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from flinkish_cli.client.upgrade_rollback import bring_back
+from flinkish_cli.client.upgrade.rollback import bring_back
 from flinkish_cli.config import Configuration
 from flinkish_cli.errors import JobError
 from flinkish_cli.registry import program

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from flinkish_cli.client.upgrade_outcome import Result, UpgradeMode, UpgradeOutcome
-from flinkish_cli.client.upgrade_stability import committed_beyond, judge, last_commits
+from flinkish_cli.client.upgrade.outcome import Result, UpgradeMode, UpgradeOutcome
+from flinkish_cli.client.upgrade.stability import committed_beyond, judge, last_commits
 from flinkish_cli.config import Configuration
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 

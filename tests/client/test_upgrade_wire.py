@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from flinkish_cli.client.upgrade_outcome import Result, UpgradeMode, UpgradeOutcome, UpgradeRequest
-from flinkish_cli.client.wire import event, read_event
+from flinkish_cli.client.upgrade.outcome import Result, UpgradeMode, UpgradeOutcome, UpgradeRequest
 from flinkish_cli.errors import JobError, UsageError
+from flinkish_cli.rest.wire import event, read_event
 from flinkish_cli.submission.submit import RunRequest
 
 JOB = "0123456789abcdef0123456789abcdef"

@@ -19,7 +19,11 @@ JOBS = {
     "transactions_dedup": {"dedup"},
     "transactions_enrich": {"enriched"},
     "counts_per_key": {"counts", "raw"},
+    "orders_kafka": {"orders-kafka"},
+    "orders_kafka_sql": {"orders-kafka-sql"},
 }
+#: The jobs that read Kafka rather than files: their options name topics, not directories.
+KAFKA_JOBS = {"orders_kafka", "orders_kafka_sql"}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -58,7 +62,10 @@ def test_job_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
         module.main(["--help"])
     assert exit_.value.code == 0
     usage = capsys.readouterr().out
-    for option in ("--data", "--input", "--output", "--max-files-per-trigger"):
+    options = ("--data", "--input", "--output", "--max-files-per-trigger")
+    if name in KAFKA_JOBS:
+        options = ("--bootstrap-servers", "--source-topic", "--sink-topic", "--starting-offsets")
+    for option in options:
         assert option in usage
 
 

@@ -19,7 +19,14 @@ from flinkish_cli.spark.connectors import installed
 from flinkish_cli.spark.install import pyspark_home
 from tests.fixtures.cycle import savepoint_path
 from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of, read_json_dir
-from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, produce
+from tests.fixtures.kafka_broker import (
+    KafkaBroker,
+    add_partitions,
+    consume_all,
+    create_topic,
+    produce,
+)
+from tests.fixtures.web_server import running_web
 
 pytestmark = pytest.mark.spark
 
@@ -76,16 +83,37 @@ def test_kafka_source_through_savepoint_stop_and_rescaled_resume_exactly_once(
     listed = json.loads(env.run("state", "ls", second, "--output", "json", check=True).stdout)
     assert listed["queries"][0]["source-offsets"] == [offsets]
 
-    produce(kafka_broker, topic, orders(60, 20))  # while the job is stopped
+    # While the job is stopped the topic gains a partition: the resumed job reads it from its
+    # earliest offset (Flink's behaviour) and says so in its log.
+    produce(kafka_broker, topic, orders(60, 20))
+    add_partitions(kafka_broker, topic, 3)
+    produce(kafka_broker, topic, orders(80, 10), partition=2)
     resumed = job_id_of(
         env.run("run", "-d", "-s", second, "-p", "4", *CONNECTOR, *args, check=True).stdout
     )
-    rows = wait_for_rows(output, 80)
+    rows = wait_for_rows(output, 90)
+
+    # The REST API: the savepoint the job was restored from with its offsets, and the newest
+    # batch's offsets, the new partition's among them.
+    with running_web(env) as web:
+        latest = web.get(f"/jobs/{resumed}/checkpoints").json()["latest"]
+        assert latest["restored"]["source_offsets"] == {query["name"]: [offsets]}
+        deadline = time.monotonic() + 120
+        while True:
+            completed = web.get(f"/jobs/{resumed}/checkpoints").json()["latest"]["completed"]
+            ends = (completed or {}).get("source_offsets") or [{}]
+            if ends[0].get(topic, {}).get("2") == 10:
+                break
+            assert time.monotonic() < deadline, f"the newest batch's offsets: {completed}"
+            time.sleep(1)
+    log = env.run("logs", resumed, check=True).stdout
+    assert f"Kafka topic '{topic}' partitions 2 are new since the query's checkpoint" in log
     env.run("cancel", resumed, check=True)
 
     seen = collections.Counter((r["partition"], r["offset"]) for r in read_json_dir(output))
-    assert len(seen) == 80 and set(seen.values()) == {1}, "every record exactly once"
-    assert sorted(r["value"] for r in rows) == sorted(v.upper() for _, v in orders(0, 80))
+    assert len(seen) == 90 and set(seen.values()) == {1}, "every record exactly once"
+    assert {o for p, o in seen if p == 2} == set(range(10)), "the new partition from offset 0"
+    assert sorted(r["value"] for r in rows) == sorted(v.upper() for _, v in orders(0, 90))
     assert Path(first, "_metadata").is_file()
 
 

@@ -10,11 +10,12 @@ import dataclasses
 from pathlib import Path
 
 from flinkish_cli.registry import series as series_file
+from flinkish_cli.registry.batch_figures import BatchFigures, SourceFigures
 from flinkish_cli.registry.rescale_marker import RescaleMarker, write_marker
 from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobState, JobStatus, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.autoscaling import Autoscaler
+from flinkish_cli.runtime.autoscaling import Autoscaler, kafka_partitions
 from tests.autoscaler.load import batches, settings
 
 JOB = "cd" * 16
@@ -147,3 +148,19 @@ def test_with_tracking_the_driver_sizes_with_the_restart_times_the_job_measured(
     assert learnt is not None and learnt.figures["restart_time"] == 45.0
     configured = job.autoscaler().evaluate(NOW)
     assert configured is not None and configured.figures["restart_time"] == 300.0
+
+
+def test_a_kafka_job_is_scaled_within_its_topics_partitions(tmp_path: Path) -> None:
+    """Busy enough for more than 3 slots, but its Kafka source reads 3 partitions: the job
+    goes to 3 (a task more would read nothing), as Flink aligns a Kafka source to them."""
+    job = Job(tmp_path)
+    offsets = {"orders": {"0": 10, "1": 12, "2": 9}}
+    job.status.queries["q"].figures = BatchFigures(
+        batch_id=1,
+        sources=[SourceFigures("KafkaV2[Subscribe[orders]]", end_offset=offsets)],
+    )
+    decision = job.autoscaler(scale_up_max_factor=4.0).evaluate(NOW)
+    assert decision is not None and decision.target == 3
+    assert kafka_partitions(job.status) == 3
+    without = Job(tmp_path / "files").autoscaler(scale_up_max_factor=4.0).evaluate(NOW)
+    assert without is not None and without.target > 3, "a job without Kafka is not capped"

@@ -19,8 +19,10 @@ from typing import Any, cast
 
 import pytest
 
+from flinkish_cli.client.base import TriggerResult
 from flinkish_cli.client.jobs import JobClient
 from flinkish_cli.errors import JobError
+from flinkish_cli.registry.control import DETACHED_TTL
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.web.app import WebSettings, create_app
 
@@ -39,6 +41,9 @@ class JobsDouble:
         self.statuses = {s.job_id: s for s in statuses}
         self.cancelled: list[tuple[str, bool]] = []
         self.refusal: JobError | None = None
+        #: the savepoint triggers sent, by trigger id, as the test moves them on
+        self.triggers: dict[str, TriggerResult] = {}
+        self.asked: list[tuple[str, str | None, str, float | None]] = []
 
     def list_jobs(self) -> tuple[list[JobStatus], list[Any]]:
         return list(self.statuses.values()), []
@@ -52,6 +57,24 @@ class JobsDouble:
         if self.refusal is not None:
             raise self.refusal
         self.cancelled.append((job_id, wait))
+
+    def savepoint_detached(
+        self,
+        job_id: str,
+        target: str | None,
+        fmt: str,
+        trigger_id: str | None = None,
+        ttl: float | None = None,
+    ) -> str:
+        if self.refusal is not None:
+            raise self.refusal
+        trigger = trigger_id or f"{len(self.triggers):032x}"
+        self.triggers[trigger] = TriggerResult(False)
+        self.asked.append((job_id, target, fmt, ttl))
+        return trigger
+
+    def trigger_result(self, job_id: str, trigger_id: str) -> TriggerResult | None:
+        return self.triggers.get(trigger_id)
 
 
 @contextlib.contextmanager
@@ -78,9 +101,11 @@ def serving(jobs: JobsDouble, **settings: Any) -> Iterator[str]:
         sock.close()
 
 
-def ask(url: str, method: str = "GET") -> tuple[int, Any]:
-    """The status and JSON body of one request."""
-    request = urllib.request.Request(url, method=method)
+def ask(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+    """The status and JSON body of one request (``body`` sent as JSON)."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as reply:
             return reply.status, json.loads(reply.read() or b"null")
@@ -133,3 +158,54 @@ def test_a_disabled_cancel_is_forbidden_and_never_reaches_the_client() -> None:
         status, body = ask(f"{base}/jobs/{RUNNING}", "PATCH")
     assert status == 403 and "web.cancel.enable" in body["errors"][0]
     assert jobs.cancelled == []
+
+
+def test_a_savepoint_trigger_goes_from_in_progress_to_its_location_or_its_failure() -> None:
+    jobs = _jobs()
+    with serving(jobs) as base:
+        body = {"target-directory": "/tmp/sp", "cancel-job": False}
+        status, answer = ask(f"{base}/jobs/{RUNNING}/savepoints", "POST", body)
+        assert status == 202
+        trigger = answer["request-id"]
+        polled = f"{base}/v1/jobs/{RUNNING}/savepoints/{trigger}"
+        assert ask(polled) == (200, {"status": {"id": "IN_PROGRESS"}})
+        jobs.triggers[trigger] = TriggerResult(True, True, {"path": "/tmp/sp/savepoint-1"})
+        assert ask(polled) == (
+            200,
+            {"status": {"id": "COMPLETED"}, "operation": {"location": "/tmp/sp/savepoint-1"}},
+        )
+        jobs.triggers[trigger] = TriggerResult(True, False, error="the query failed")
+        status, answer = ask(polled)
+        assert status == 500 and "the query failed" in answer["errors"][0]
+        other = "9" * 32
+        status, answer = ask(f"{base}/jobs/{RUNNING}/savepoints/{other}")
+        assert status == 404 and f"triggerId={other}" in answer["errors"][0]
+        status, answer = ask(f"{base}/jobs/{UNKNOWN}/savepoints", "POST", body)
+        assert status == 404
+        jobs.refusal = JobError("Job is not running.")
+        status, answer = ask(f"{base}/jobs/{RUNNING}/savepoints", "POST", body)
+        assert status == 409 and answer["errors"] == ["Job is not running."]
+    assert jobs.asked == [(RUNNING, "/tmp/sp", "CANONICAL", DETACHED_TTL)]  # detached, as Flink
+
+
+def test_a_body_flink_would_refuse_never_reaches_the_client() -> None:
+    jobs = _jobs()
+    with serving(jobs) as base:
+        status, answer = ask(f"{base}/jobs/{RUNNING}/savepoints", "POST", {"cancel-job": "yes"})
+        assert status == 400 and "SavepointTriggerRequestBody" in answer["errors"][0]
+        status, answer = ask(f"{base}/jobs/{RUNNING}/savepoints", "POST", {"formatType": "X"})
+        assert status == 400
+    assert jobs.asked == []
+
+
+def test_uploads_are_refused_while_the_server_takes_no_programs() -> None:
+    with serving(_jobs()) as base:
+        upload = {"name": "job.py", "archive": ""}
+        status, answer = ask(f"{base}/flinkish/jars/upload", "POST", upload)
+    assert status == 404 and "web.submit.enable" in answer["errors"][0]
+
+
+def test_a_control_answer_for_what_is_no_trigger_id_is_a_404() -> None:
+    with serving(_jobs()) as base:
+        status, answer = ask(f"{base}/flinkish/registry/jobs/{RUNNING}/control/not-a-trigger")
+    assert status == 404 and "There is no request not-a-trigger" in answer["errors"][0]

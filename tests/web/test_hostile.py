@@ -520,7 +520,7 @@ def test_requests_waiting_for_a_silent_driver_are_bounded_and_expired_ones_swept
     web: WebServer, env: FlinkishEnv
 ) -> None:
     from flinkish_cli.client.asking import MAX_WAITING
-    from flinkish_cli.client.wire import TIMEOUT_HEADER
+    from flinkish_cli.rest.wire import TIMEOUT_HEADER
 
     job = "c9" * 16
     silent = SilentDriver(JobRegistry.open(str(env.checkpoints)), job)

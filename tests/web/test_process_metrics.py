@@ -24,7 +24,7 @@ from flinkish_cli.registry import jvm
 from flinkish_cli.registry.jvm import JMX, SPARK, Collector, JvmRecord, Process
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.task_time import task_time
-from flinkish_cli.web import flink_json, metrics
+from flinkish_cli.web import flink_cluster, flink_json, metrics
 
 LOCAL, CLUSTER, DONE, BARE = "a1" * 16, "b2" * 16, "c3" * 16, "d4" * 16
 NOW = 1_800_000_000.0
@@ -119,7 +119,7 @@ def test_the_cluster_gauges_are_each_jobs_as_overview_counts_them() -> None:
     assert _samples("flink_jobmanager_taskSlotsTotal") == {(LOCAL,): 2, (CLUSTER,): 8, (BARE,): 2}
     free = _samples("flink_jobmanager_taskSlotsAvailable")
     assert free == {(LOCAL,): 1, (CLUSTER,): 5, (BARE,): 0}
-    overview = flink_json.cluster_overview(JOBS, "1", RECORDS)
+    overview = flink_cluster.cluster_overview(JOBS, "1", RECORDS)
     assert (overview["taskmanagers"], overview["slots-total"], overview["slots-available"]) == (
         1 + 2 + 1,
         2 + 8 + 2,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import threading
 
-from flinkish_cli.client.upgrade_outcome import Result, UpgradeMode, UpgradeOutcome
-from flinkish_cli.client.wire import error_from_header, read_event
+from flinkish_cli.client.upgrade.outcome import Result, UpgradeMode, UpgradeOutcome
 from flinkish_cli.errors import SavepointError
+from flinkish_cli.rest.wire import error_from_header, read_event
 from flinkish_cli.web.upgrades import UpgradeStream, UpgradesUnderWay
 
 JOB = "0123456789abcdef0123456789abcdef"

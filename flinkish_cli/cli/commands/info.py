@@ -57,7 +57,7 @@ def info(
     if job.lower().endswith(".jar"):
         raise refuse_java("jar", f"{job} (a Java program)")
 
-    from flinkish_cli.client.jobs import JobClient
+    from flinkish_cli.client.explain import explain
 
     flags = {"parallelism.default": str(parallelism)} if parallelism else {}
     config = load_config(conf_dir, dynamic, flags)
@@ -65,7 +65,7 @@ def info(
         _job_info(job_client(config).job_info(job), _trailing_output(job_args, output))
         return
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    script, plans = JobClient(config).explain(job, list(job_args))  # a local session
+    script, plans = explain(config, job, list(job_args))  # a local session
     if output == "json":
         print_json({"job": script, "queries": [p.__dict__ for p in plans]})
         return

@@ -75,8 +75,8 @@ def upgrade(
     options apply (-p rescales, -n, -D, -m, -t); the new job always runs detached.
     """
     from flinkish_cli.client import connect
-    from flinkish_cli.client.jobs import resolve_local
-    from flinkish_cli.client.upgrade_outcome import UpgradeMode, UpgradeRequest
+    from flinkish_cli.client.base import resolve_local
+    from flinkish_cli.client.upgrade.outcome import UpgradeMode, UpgradeRequest
     from flinkish_cli.errors import UsageError
     from flinkish_cli.registry.jobid import parse_job_id
 

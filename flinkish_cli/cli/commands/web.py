@@ -37,17 +37,19 @@ def web(dynamic: tuple[str, ...], conf_dir: str | None, verbose: bool) -> None:
             "Install it with: pip install 'flinkish[web]' (scripts/setup.sh does).",
         ) from None
     from flinkish_cli.client.jobs import JobClient
+    from flinkish_cli.client.uploads import Uploads
     from flinkish_cli.registry.logroll import roll_own_stderr
 
     settings = WebSettings.from_config(config, __version__)
     address, ports = str(config.get("rest.bind-address")), config.get("rest.bind-port")
     sock = bind(address, ports, settings.token, settings.submit_enabled)
     client = JobClient(config, keep_reads=True).open()
+    uploads = Uploads(client)
     roll_own_stderr(config)
     if settings.submit_enabled and settings.session_cluster and settings.warm_runner:
-        client.keep_warm_runner()  # submitted programs start in a process started ahead
+        uploads.keep_warm_runner()  # submitted programs start in a process started ahead
     stopping = Stopping()
     try:
-        serve(create_app(client, settings, stopping), sock, settings, echo, stopping)
+        serve(create_app(client, settings, stopping, uploads), sock, settings, echo, stopping)
     finally:
-        client.close()
+        uploads.close()

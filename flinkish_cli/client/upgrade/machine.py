@@ -38,14 +38,14 @@ for Spark's file sink, whose own log keeps a replayed batch from being written t
 ``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``), in
 that server: the CLI uploads the new program and sends the request
 (:meth:`~flinkish_cli.client.rest.RestJobClient.upgrade`), the server runs this same class
-with the request's configuration (:func:`upgrade_upload`), its programs started as
-submitted programs are (:class:`Launching`: their own environment, the warm runner), and
-what the user sees comes back as it happens. Which of the two, :func:`.connect.upgrade`
-decides.
+with the request's configuration (:meth:`~flinkish_cli.client.uploads.Uploads.upgrade`),
+its programs started as submitted programs are (:class:`Launching`: their own environment,
+the warm runner), and what the user sees comes back as it happens. Which of the two,
+:func:`flinkish_cli.client.connect.upgrade` decides.
 
-The modules around it: :mod:`.upgrade_outcome` (the request, the presenter, the outcome and
-its final line), :mod:`.upgrade_checks` (step 1's checks of the old job),
-:mod:`.upgrade_rollback` (the previous program, brought back) and :mod:`.upgrade_stability`
+The modules around it: :mod:`.outcome` (the request, the presenter, the outcome and
+its final line), :mod:`.checks` (step 1's checks of the old job),
+:mod:`.rollback` (the previous program, brought back) and :mod:`.stability`
 (step 4's verdict, and the commit logs the rollback guarantee reads).
 """
 
@@ -58,16 +58,16 @@ from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.client.base import savepoint_target
 from flinkish_cli.client.jobs import JobClient
-from flinkish_cli.client.upgrade_checks import check_state, check_writable, fallback_allowed
-from flinkish_cli.client.upgrade_outcome import (
+from flinkish_cli.client.upgrade.checks import check_state, check_writable, fallback_allowed
+from flinkish_cli.client.upgrade.outcome import (
     Result,
     UpgradeMode,
     UpgradeOutcome,
     UpgradePresenter,
     UpgradeRequest,
 )
-from flinkish_cli.client.upgrade_rollback import Rollback, bring_back
-from flinkish_cli.client.upgrade_stability import committed_beyond, judge, last_commits
+from flinkish_cli.client.upgrade.rollback import Rollback, bring_back
+from flinkish_cli.client.upgrade.stability import committed_beyond, judge, last_commits
 from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.registry import status_writer
 from flinkish_cli.registry.jobid import parse_job_id
@@ -339,9 +339,9 @@ class Upgrade:
                     return verdict.failure
             if new.exited():
                 status = self.registry.find(new.job_id)
-                verdict = judge(status) if status is not None else None
-                if verdict is not None and (verdict.stable or verdict.failure):
-                    return verdict.failure
+                last = judge(status) if status is not None else None
+                if last is not None and (last.stable or last.failure):
+                    return last.failure
                 return f"ended before it ran (its driver exited; see its log {new.log_path})"
             if time.monotonic() >= deadline:
                 waiting = judge(status).waiting if status is not None else "its driver to report"
@@ -388,43 +388,8 @@ class _Started:
         return self.process.process.poll() is not None
 
 
-def upgrade_upload(
-    client: JobClient,
-    upload_dir: str,
-    upload_id: str,
-    body: Any,
-    session_cluster: str,
-    presenter: UpgradePresenter,
-) -> Upgrade:
-    """``flinkish web``: an upgrade whose new program was uploaded, checked as a request and
-    ready to :meth:`Upgrade.run`: with the configuration its request carries (never the
-    server's), acting on the registry of ``client`` (the server's) only, its programs started
-    as submitted ones are (their own environment, the server's warm runner). What the user
-    sees goes through ``presenter``."""
-    from pathlib import Path
-
-    from flinkish_cli.config.model import Configuration
-    from flinkish_cli.registry.store import registry_identity
-    from flinkish_cli.submission import upload
-
-    found = upload.upload_dir(Path(upload_dir).expanduser(), upload_id)
-    run = upload.UploadedRun.from_json(body.get("run") if isinstance(body, dict) else None)
-    request = UpgradeRequest.from_json(body, upload.run_request(found, run, session_cluster))
-    config = Configuration.from_flat(run.configuration)
-    config = config.with_overrides(request.program.config_flags())
-    ours, theirs = client.identity(), registry_identity(config)
-    if theirs.id != ours.id:
-        raise JobError(
-            f"This flinkish web serves the registry {ours.location}, not the upgrade's "
-            f"{theirs.location} (execution.checkpointing.dir).",
-            "Send the upgrade to the flinkish web of its registry.",
-        )
-    launching = Launching(upload.job_environment(), client.warm, run.origin)
-    return Upgrade(JobClient(config), request, presenter, launching)
-
-
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
 
 
-__all__ = ["POLL_SECONDS", "Launching", "Upgrade", "upgrade_upload"]
+__all__ = ["POLL_SECONDS", "Launching", "Upgrade"]

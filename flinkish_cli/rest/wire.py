@@ -1,9 +1,10 @@
-"""What travels between ``flinkish web`` and flinkish's REST job client besides Flink's own
-messages: the paths of flinkish's routes for its CLI, two request headers, and errors.
+"""What travels between ``flinkish web`` and flinkish's REST job client besides the bodies
+of the routes (:mod:`.messages` declares them): two request headers, an upgrade's events,
+and errors.
 
 Flink's routes (``/jobs/overview``, ``PATCH /jobs/:jobid``, ``POST /jobs/:jobid/stop``...)
-keep Flink's messages, which Flink's own CLI reads. What flinkish's CLI needs beyond them,
-under ``/flinkish/registry/`` (never a path of Flink's):
+keep Flink's messages, which Flink's own CLI reads. What flinkish's CLI needs beyond them
+lives under ``/flinkish/registry/`` and ``/flinkish/jars/`` (never a path of Flink's):
 
 - ``GET  /flinkish/registry/jobs`` every job's status document without its queries'
   recent progress (a job list shows none of it), newest first, and the unreadable jobs;
@@ -25,7 +26,7 @@ under ``/flinkish/registry/`` (never a path of Flink's):
   :class:`~flinkish_cli.submission.upload.UploadedRun`) and answers Flink's ``{"jobid":
   ...}``. Both only with ``web.submit.enable``.
 - ``POST /flinkish/jars/:id/upgrade`` carries out ``flinkish upgrade`` on the server with
-  the uploaded program (:meth:`~flinkish_cli.client.upgrade_outcome.UpgradeRequest.to_json`)
+  the uploaded program (:meth:`~flinkish_cli.client.upgrade.outcome.UpgradeRequest.to_json`)
   and answers, as it goes, with events (:func:`event`, one JSON object a line):
   ``savepoint``, ``submitted`` and ``notice`` (what the CLI shows while the upgrade goes
   on), then ``outcome`` (the whole outcome) or ``error`` (the job client's error, as the
@@ -55,26 +56,11 @@ from flinkish_cli.errors import FlinkishError
 ERROR_HEADER = "Flinkish-Error"
 TIMEOUT_HEADER = "Flinkish-Request-Timeout"
 
-REGISTRY_JOBS = "/flinkish/registry/jobs"
-REGISTRY_SAVEPOINTS = "/flinkish/registry/savepoints"
-LAST_SAVEPOINTS = "/flinkish/registry/last-savepoints"
-UPLOAD_PATH = "/flinkish/jars/upload"
-
 
 #: How often an upgrade's answer says its server is still at it (an empty line).
 HEARTBEAT_SECONDS = 5.0
 #: The events of an upgrade's answer (see the module's description).
 EVENTS = ("savepoint", "submitted", "notice", "outcome", "error")
-
-
-def run_path(upload_id: str) -> str:
-    """``/flinkish/jars/<upload id>/run``."""
-    return f"/flinkish/jars/{upload_id}/run"
-
-
-def upgrade_path(upload_id: str) -> str:
-    """``/flinkish/jars/<upload id>/upgrade``."""
-    return f"/flinkish/jars/{upload_id}/upgrade"
 
 
 def event(kind: str, value: Any) -> bytes:
@@ -92,15 +78,6 @@ def read_event(line: bytes) -> tuple[str, Any] | None:
     if not isinstance(document, dict) or document.get("event") not in EVENTS:
         raise ValueError("not an upgrade event")
     return document["event"], document.get("value")
-
-
-def job_path(job_id: str, *parts: str) -> str:
-    """``/flinkish/registry/jobs/<JobID>[/part...]``."""
-    return "/".join((REGISTRY_JOBS, job_id, *parts))
-
-
-def control_path(job_id: str, trigger_id: str, *parts: str) -> str:
-    return job_path(job_id, "control", trigger_id, *parts)
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -162,7 +139,8 @@ def error_from_document(document: Any) -> FlinkishError | None:
 
 def error_document(error: FlinkishError) -> dict[str, Any]:
     """``error`` as a JSON document (what the header holds), to keep it in the registry."""
-    return json.loads(error_header(error))
+    document: dict[str, Any] = json.loads(error_header(error))
+    return document
 
 
 def _classes() -> dict[str, type[FlinkishError]]:

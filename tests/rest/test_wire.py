@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from flinkish_cli.client.connect import configured_endpoint, endpoint_of
-from flinkish_cli.client.wire import error_from_header, error_header
 from flinkish_cli.config import Configuration
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError, UsageError
 from flinkish_cli.registry.store import UnreadableStatusError
+from flinkish_cli.rest.wire import error_from_header, error_header
 from flinkish_cli.storage import StorageNotFoundError
 
 

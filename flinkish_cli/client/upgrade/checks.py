@@ -5,7 +5,7 @@ needs a running job, unless ``flinkish.upgrade.last-state-fallback.enabled``; th
 needs retained checkpoints, and a cancel that keeps them). :func:`check_writable`: the
 savepoint directory can be written. Each raises what the user should do instead; the rest of
 the checks (the new program, the old one's kept program) are the submission's own, made by
-:class:`~flinkish_cli.client.upgrade.Upgrade`.
+:class:`~flinkish_cli.client.upgrade.machine.Upgrade`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from flinkish_cli.client.upgrade_outcome import UpgradeMode
+from flinkish_cli.client.upgrade.outcome import UpgradeMode
 from flinkish_cli.errors import FlinkishError, JobError, SavepointError
 from flinkish_cli.registry import program as programs
 from flinkish_cli.registry.status import JobState, JobStatus
