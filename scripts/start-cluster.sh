@@ -320,11 +320,16 @@ start_yarn() {
     "log4j.appender.file.layout=org.apache.log4j.PatternLayout" \
     "log4j.appender.file.layout.ConversionPattern=%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n" \
     >"$dir/yarn/log4j.properties"
+  # Hadoop names the NodeManager (its node id, the NM_HOST its containers see) by the canonical
+  # name of 127.0.0.1, "localhost" in /etc/hosts: a hosts file of the JVM's own makes that
+  # name 127.0.0.1 itself (the first line answers the reverse lookup), and still resolves
+  # localhost and this machine's name to 127.0.0.1.
+  printf '%s\n' "127.0.0.1 127.0.0.1" "127.0.0.1 localhost $(hostname)" >"$dir/yarn/hosts"
   : >"$dir/logs/yarn.out"
   # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
   (cd "$dir/yarn" && JAVA_HOME="$java_home" exec setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/yarn.pid" \
     "$java_bin" "-Xmx$yarn_heap" -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
-    -Dlog4j.configuration="file:$dir/yarn/log4j.properties" \
+    -Djdk.net.hosts.file="$dir/yarn/hosts" -Dlog4j.configuration="file:$dir/yarn/log4j.properties" \
     -Dorg.slf4j.simpleLogger.logFile="$dir/logs/yarn.log" \
     -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true \
     -cp "$classpath" io.flinkish.hdfs.SingleNodeYarn "$dir/yarn" "$fs" "$dir/hadoop-conf" \
