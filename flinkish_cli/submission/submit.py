@@ -232,7 +232,11 @@ def _plan(
     if not deployment.driver_is_local:
         py_files.append(str(packaging.package_flinkish(run_dir)))
     archives = list(request.py_archives)
-    name = str(config.get("pipeline.name") or (script.stem if script else request.module))
+    name = str(
+        config.get("pipeline.name")
+        or config.get("yarn.application.name")
+        or (script.stem if script else request.module)
+    )
     entry = Entry(
         kind="file" if script else "module",
         target=str(script) if script else str(request.module),
