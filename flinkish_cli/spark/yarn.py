@@ -17,6 +17,7 @@ import os
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,89 @@ def driver_log(app_id: str, name: str = "stdout") -> str:
         if error.code == 404:  # not started yet, or its logs already removed
             return ""
         raise
+
+
+# -- the checks before a submission ----------------------------------------------------------
+_SIZE = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)
+_MB_PER = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
+#: Spark's smallest memory overhead of a container (MB) and its share of the heap.
+MIN_OVERHEAD_MB = 384
+OVERHEAD_FACTOR = 0.10
+
+
+def _megabytes(size: str) -> int:
+    """A Spark size (``640m``, ``1g``, a number of MB) in MB, rounded up."""
+    match = _SIZE.match(size.strip())
+    if not match:
+        return 0
+    return int(-(-int(match.group(1)) * _MB_PER[match.group(2).lower()] // 1))
+
+
+def container_mb(properties: Mapping[str, str], role: str) -> int:
+    """The container YARN is asked for a driver (``role`` driver) or an executor: Spark's
+    heap plus its overhead (set, else max(384 MB, 10 %))."""
+    heap = _megabytes(properties.get(f"spark.{role}.memory", "1g"))
+    overhead = properties.get(f"spark.{role}.memoryOverhead")
+    extra = _megabytes(overhead) if overhead else max(MIN_OVERHEAD_MB, int(heap * OVERHEAD_FACTOR))
+    return heap + extra
+
+
+def _queues(scheduler: Any) -> dict[str, Any]:
+    """Every leaf queue of the scheduler's report, by name (the capacity scheduler's nest)."""
+    found: dict[str, Any] = {}
+
+    def walk(queue: Any) -> None:
+        children = ((queue.get("queues") or {}).get("queue")) or []
+        if not children and queue.get("queueName"):
+            found[str(queue["queueName"])] = queue
+        for child in children:
+            walk(child)
+
+    walk((scheduler.get("scheduler") or {}).get("schedulerInfo") or {})
+    return found
+
+
+def check_submission(properties: Mapping[str, str], cluster_mode: bool) -> None:
+    """Refuse, before ``spark-submit`` asks YARN for anything, a submission YARN would refuse
+    or queue for ever: a ResourceManager that does not answer, a queue it does not have, a
+    container larger than its largest. One :class:`UsageError` naming the fix."""
+    base = web_address()
+    try:
+        _call(f"{base}/ws/v1/cluster/info")
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", None) or error
+        raise UsageError(
+            f"The YARN ResourceManager at {base} does not answer ({reason}).",
+            "Start it, or set HADOOP_CONF_DIR to the configuration of a running cluster.",
+        ) from None
+    queues = _queues(_call(f"{base}/ws/v1/cluster/scheduler"))
+    queue = properties.get("spark.yarn.queue")
+    if queue and queues and queue.removeprefix("root.") not in queues:
+        raise UsageError(
+            f"YARN has no queue '{queue}' (its queues: {', '.join(sorted(queues))}).",
+            "Set yarn.application.queue to one of them.",
+        )
+    largest = _largest_container(queues.get((queue or "default").removeprefix("root.")))
+    if not largest:
+        return
+    asks = [("executor", container_mb(properties, "executor"))]
+    if cluster_mode:
+        asks.insert(0, ("driver", container_mb(properties, "driver")))
+    for role, size in asks:
+        if size > largest:
+            key = {"driver": "jobmanager", "executor": "taskmanager"}[role]
+            article = "A" if role == "driver" else "An"
+            raise UsageError(
+                f"{article} {role} container of {size} MB is larger than YARN's largest, "
+                f"{largest} MB.",
+                f"Lower {key}.memory.process.size to at most {largest}m, or raise the "
+                "cluster's yarn.scheduler.maximum-allocation-mb.",
+            )
+
+
+def _largest_container(queue: Any) -> int:
+    """The largest container a queue grants (MB), 0 when the report does not say."""
+    if not queue:
+        return 0
+    allocation = queue.get("maximumAllocation") or {}
+    return int(allocation.get("memory") or 0)

@@ -99,3 +99,50 @@ def test_a_yarn_application_runs_is_listed_logs_and_cancels(
     assert yarn_cluster.rest(f"apps/{app_id}")["app"]["state"] == "KILLED"
     assert flinkish_env.job(job_id)["state"] == "CANCELED"
     _wait("the containers' end", lambda: not _container_pids(yarn_cluster), timeout=120)
+
+
+LARGER = "container of 3072 MB is larger than YARN's largest, 2048 MB."
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-Dyarn.application.queue=nightly"],
+         "ERROR: YARN has no queue 'nightly' (its queues: default)."),
+        (["-Djobmanager.memory.process.size=3g"], f"ERROR: A driver {LARGER}"),
+        (["-Dtaskmanager.memory.process.size=3g"], f"ERROR: An executor {LARGER}"),
+    ],
+)  # fmt: skip
+def test_a_submission_yarn_would_refuse_is_refused_before_it_starts(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, args: list[str], message: str
+) -> None:
+    before = {app["id"] for app in yarn_cluster.applications()}
+    result = flinkish_env.run(
+        "run", "-d", "-t", "yarn-application", *args, str(RATE_JOB), "--output", "file:///x",
+        env={"HADOOP_CONF_DIR": str(yarn_cluster)}, check=False,
+    )  # fmt: skip
+    assert result.stderr.splitlines()[0] == message, result.stderr
+    assert "Traceback" not in result.stderr and "submitted with JobID" not in result.stdout
+    assert {app["id"] for app in yarn_cluster.applications()} == before
+    assert flinkish_env.list_jobs() == []
+
+
+def test_a_resource_manager_that_does_not_answer_is_named(
+    flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    from tests.fixtures.spark_cluster import free_ports
+
+    (port,) = free_ports(1)
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.webapp.address</name>"
+        f"<value>127.0.0.1:{port}</value></property></configuration>"
+    )
+    result = flinkish_env.run(
+        "run", "-d", "-t", "yarn-application", str(RATE_JOB), "--output", "file:///x",
+        env={"HADOOP_CONF_DIR": str(tmp_path)}, check=False,
+    )  # fmt: skip
+    assert result.stderr.splitlines()[0] == (
+        f"ERROR: The YARN ResourceManager at http://127.0.0.1:{port} does not answer "
+        "([Errno 111] Connection refused)."
+    ), result.stderr
+    assert flinkish_env.list_jobs() == []

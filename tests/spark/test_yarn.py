@@ -25,3 +25,15 @@ def test_a_nodemanager_log_without_its_framing() -> None:
         "line 1\nline 2\nEnd of LogType:stdout.This log file belongs to a running container"
     )
     assert yarn._contents(text) == "line 1\nline 2\n"
+
+
+def test_the_container_yarn_is_asked_for() -> None:
+    """Spark's heap and overhead: set, or max(384 MB, 10 % of the heap)."""
+    assert (
+        yarn.container_mb(
+            {"spark.driver.memory": "640m", "spark.driver.memoryOverhead": "384m"}, "driver"
+        )
+        == 1024
+    )
+    assert yarn.container_mb({"spark.executor.memory": "8g"}, "executor") == 8192 + 819
+    assert yarn.container_mb({}, "executor") == 1024 + 384
