@@ -146,3 +146,56 @@ def test_a_resource_manager_that_does_not_answer_is_named(
         "([Errno 111] Connection refused)."
     ), result.stderr
     assert flinkish_env.list_jobs() == []
+
+
+def _savepoint_path(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if "Savepoint completed" in line).split(
+        "Path: ", 1
+    )[1]
+
+
+def test_savepoint_stop_to_hdfs_and_resume_at_another_parallelism_exactly_once(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    """The lifecycle on YARN, from the user's side: a savepoint, a stop with a savepoint on
+    the cluster's HDFS, a resume from it with -p 2; every row of the rate source in the file
+    sink once, none missing."""
+    import pyarrow.parquet as pq
+
+    output = tmp_path / "out"
+    env = {"HADOOP_CONF_DIR": str(yarn_cluster)}
+    sizes = ["-Djobmanager.memory.process.size=1g", "-Dtaskmanager.memory.process.size=1g",
+             "-Dtaskmanager.numberOfTaskSlots=1"]  # fmt: skip
+    job = ["-t", "yarn-application", *sizes, str(RATE_JOB), "--output", f"file://{output}"]
+    first = job_id_of(flinkish_env.run("run", "-d", "-p", "1", *job, env=env, timeout=600,
+                                       check=True).stdout)  # fmt: skip
+    flinkish_env.wait_for_state(first, {"RUNNING"}, timeout=300)
+    flinkish_env.wait_for_batches(first, "rate", 2, timeout=300)
+    taken = flinkish_env.run("savepoint", first, f"file://{tmp_path}/sp", env=env, check=True)
+    assert _savepoint_path(taken.stdout).startswith(f"file://{tmp_path}/sp/")
+
+    stopped = flinkish_env.run(
+        "stop", "--savepointPath", f"{yarn_cluster.fs}/savepoints/yarn", first, env=env,
+        check=True,
+    )  # fmt: skip
+    savepoint = _savepoint_path(stopped.stdout)
+    assert savepoint.startswith(f"{yarn_cluster.fs}/savepoints/yarn/")
+    ended = flinkish_env.wait_for_state(first, {"FINISHED"}, timeout=120)
+    stopped_at = ended["queries"]["rate"]["last-committed-batch"]
+    first_app = ended["yarn-application-id"]
+    _wait("the first application's end",
+          lambda: yarn_cluster.rest(f"apps/{first_app}")["app"]["state"] == "FINISHED")  # fmt: skip
+
+    second = job_id_of(flinkish_env.run("run", "-d", "-s", savepoint, "-p", "2", *job, env=env,
+                                        timeout=600, check=True).stdout)  # fmt: skip
+    resumed = flinkish_env.wait_for_state(second, {"RUNNING"}, timeout=300)
+    assert resumed["restored-from"] == savepoint
+    flinkish_env.wait_for_batches(second, "rate", stopped_at + 2, timeout=300)
+    flinkish_env.run("cancel", second, env=env, check=True)
+
+    values = sorted(
+        value
+        for part in output.glob("part-*.parquet")
+        for value in pq.read_table(part).column("value").to_pylist()
+    )
+    assert values == list(range(len(values))) and len(values) > 0, values[:20]
