@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The class path of the single-node HDFS that scripts/start-cluster.sh --hdfs starts, on one
-# line of stdout: Hadoop's MiniDFSCluster jars (hadoop-client-minicluster) of the Hadoop version
-# of the pyspark installed for $PYTHON, resolved with mvn from scripts/maven/hadoop/pom.xml
-# (the machine's Maven settings and repository), and the launcher compiled from
-# scripts/maven/hadoop/SingleNodeHdfs.java with javac. Both are kept in flinkish's cache
+# The class path of the single-node HDFS and YARN that scripts/start-cluster.sh --hdfs and
+# --yarn start, on one line of stdout: Hadoop's minicluster jars (hadoop-client-minicluster,
+# with the NameNode, DataNode, ResourceManager and NodeManager) of the Hadoop version of the
+# pyspark installed for $PYTHON, resolved with mvn from scripts/maven/hadoop/pom.xml (the
+# machine's Maven settings and repository), and the launchers compiled from
+# scripts/maven/hadoop/*.java (SingleNodeHdfs, SingleNodeYarn) with javac. Both are kept in flinkish's cache
 # ($XDG_CACHE_HOME/flinkish, else ~/.cache/flinkish) under hdfs/: the first call resolves and
 # compiles (mvn's download, about a minute), every later one only prints. scripts/setup.sh
 # --test calls it, so that the tests' HDFS starts offline.
@@ -29,7 +30,8 @@ version=${version#hadoop-client-api-}
 cache_base=${XDG_CACHE_HOME:-}
 [[ "$cache_base" == /* ]] || cache_base="$HOME/.cache"
 cache="$cache_base/flinkish/hdfs/hadoop-$version"
-jars="$cache/jars"
+# The jars' directory is named after the POM that resolved them: a changed POM resolves again.
+jars="$cache/jars-$(sha256sum "$here/maven/hadoop/pom.xml" | cut -c1-12)"
 
 if [ ! -f "$jars/.complete" ]; then
   command -v mvn >/dev/null 2>&1 ||
@@ -47,8 +49,8 @@ if [ ! -f "$jars/.complete" ]; then
   mv "$scratch/jars" "$jars"
 fi
 
-source_file="$here/maven/hadoop/SingleNodeHdfs.java"
-digest=$(sha256sum "$source_file" | cut -c1-16)
+sources=("$here"/maven/hadoop/*.java)
+digest=$(cat "${sources[@]}" | sha256sum | cut -c1-16)
 launcher="$cache/flinkish-hdfs-$digest.jar"
 classpath=$(find "$jars" -name '*.jar' | sort | tr '\n' ':')
 classpath=${classpath%:}
@@ -57,8 +59,8 @@ if [ ! -s "$launcher" ]; then
     die "javac not found: the HDFS launcher is compiled at its first start; install a JDK (apt-get install openjdk-17-jdk-headless)"
   scratch=$(mktemp -d "$cache/.launcher.XXXXXX")
   trap 'rm -rf "$scratch"' EXIT
-  javac -nowarn --release 17 -cp "$classpath" -d "$scratch/classes" "$source_file" >&2 ||
-    die "javac could not compile $source_file"
+  javac -nowarn --release 17 -cp "$classpath" -d "$scratch/classes" "${sources[@]}" >&2 ||
+    die "javac could not compile ${sources[*]}"
   jar_bin=jar
   command -v jar >/dev/null 2>&1 || jar_bin="$(dirname "$(readlink -f "$(command -v javac)")")/jar"
   "$jar_bin" --create --file "$scratch/launcher.jar" -C "$scratch/classes" . >&2

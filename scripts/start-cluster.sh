@@ -36,6 +36,20 @@
 #   --hdfs-http-port P       FLINKISH_HDFS_HTTP_PORT      9870 (its web UI; 0: any free port)
 #   --hdfs-heap M            FLINKISH_HDFS_HEAP           512m (the JVM's -Xmx)
 #   (--timeout defaults to 180 s with --hdfs: a NameNode's start is slow on a loaded machine)
+# Single-node YARN (--yarn, with the HDFS above; no Spark daemon, no flinkish web):
+#   --yarn                   the HDFS of --hdfs (started unless one from DIR runs), then a
+#                            ResourceManager and a NodeManager in one JVM (Hadoop's own, from
+#                            the same jars), every address on 127.0.0.1; writes the Hadoop
+#                            configuration directory DIR/hadoop-conf (core-site.xml,
+#                            hdfs-site.xml, yarn-site.xml); last line HADOOP_CONF_DIR=DIR/hadoop-conf
+#   --yarn-port P            FLINKISH_YARN_PORT           8032 (the ResourceManager's client
+#                                                         port; 0: any free port)
+#   --yarn-webui-port P      FLINKISH_YARN_WEBUI_PORT     8088 (its web UI and REST API; 0: any)
+#   --yarn-memory MB         FLINKISH_YARN_MEMORY         8192 (what the NodeManager offers)
+#   --yarn-vcores N          FLINKISH_YARN_VCORES         4
+#   --yarn-max-container MB  FLINKISH_YARN_MAX_CONTAINER  4096 (the largest container granted)
+#   --yarn-heap M            FLINKISH_YARN_HEAP           512m (the JVM's -Xmx)
+#   (sizes for a 2-core, 24 GiB machine, and why: docs/guides/yarn.md)
 # Session cluster (--session):
 #   --session-port P         FLINKISH_SESSION_PORT        15002 (Spark Connect's gRPC port)
 #   --session-webui-port P   FLINKISH_SESSION_WEBUI_PORT  0 (no web UI; else the server's Spark UI)
@@ -85,6 +99,13 @@ hdfs=0
 hdfs_port=${FLINKISH_HDFS_PORT:-8020}
 hdfs_http_port=${FLINKISH_HDFS_HTTP_PORT:-9870}
 hdfs_heap=${FLINKISH_HDFS_HEAP:-512m}
+yarn=0
+yarn_port=${FLINKISH_YARN_PORT:-8032}
+yarn_webui_port=${FLINKISH_YARN_WEBUI_PORT:-8088}
+yarn_memory=${FLINKISH_YARN_MEMORY:-8192}
+yarn_vcores=${FLINKISH_YARN_VCORES:-4}
+yarn_max_container=${FLINKISH_YARN_MAX_CONTAINER:-4096}
+yarn_heap=${FLINKISH_YARN_HEAP:-512m}
 
 # --kafka: the Kafka broker, started by scripts/kafka-broker.sh with the other options.
 for arg in "$@"; do
@@ -101,6 +122,19 @@ while [ $# -gt 0 ]; do
     --standalone) standalone=1; shift ;;
     --no-web) web=0; shift ;;
     --hdfs) hdfs=1; shift ;;
+    --yarn) yarn=1; shift ;;
+    --yarn-port | --yarn-webui-port | --yarn-memory | --yarn-vcores | --yarn-max-container | --yarn-heap)
+      [ $# -ge 2 ] || die "option '$1' needs a value (see --help)"
+      case "$1" in
+        --yarn-port) yarn_port=$2 ;;
+        --yarn-webui-port) yarn_webui_port=$2 ;;
+        --yarn-memory) yarn_memory=$2 ;;
+        --yarn-vcores) yarn_vcores=$2 ;;
+        --yarn-max-container) yarn_max_container=$2 ;;
+        --yarn-heap) yarn_heap=$2 ;;
+      esac
+      shift 2
+      ;;
     --hdfs-port | --hdfs-http-port | --hdfs-heap)
       [ $# -ge 2 ] || die "option '$1' needs a value (see --help)"
       case "$1" in
@@ -140,7 +174,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$timeout" ]; then
-  if [ $hdfs = 1 ]; then timeout=180; else timeout=90; fi
+  if [ $hdfs = 1 ] || [ $yarn = 1 ]; then timeout=180; else timeout=90; fi
 fi
 # Without --session the script starts what it always started: the standalone cluster.
 if [ -z "$standalone" ]; then
@@ -235,6 +269,96 @@ start_hdfs() {
   echo "Logs in $dir/logs; stop with: scripts/stop-cluster.sh --dir $dir"
   echo "fs.defaultFS: $url"
 }
+# start_yarn: --yarn. The HDFS first (unless one started from DIR runs), then the
+# ResourceManager and NodeManager in one JVM whose process group id is in DIR/yarn.pid (working
+# directory DIR/yarn: the NodeManager's local and log directories); its console in
+# DIR/logs/yarn.out, Hadoop's log in DIR/logs/yarn.log. Containers run as this user, in
+# process groups of their own under DIR/yarn/local (scripts/stop-cluster.sh ends them too).
+# Ready when the launcher prints the HADOOP_CONF_DIR line (the NodeManager registered).
+start_yarn() {
+  local value
+  for value in "$yarn_port" "$yarn_webui_port"; do
+    [[ "$value" =~ ^[0-9]+$ ]] && [ "$value" -le 65535 ] || die "'$value' is not a port (0 to 65535)"
+  done
+  for value in "$yarn_memory" "$yarn_vcores" "$yarn_max_container"; do
+    [[ "$value" =~ ^[0-9]+$ ]] && [ "$value" -ge 1 ] ||
+      die "'$value' is not a positive number (--yarn-memory, --yarn-vcores and --yarn-max-container are)"
+  done
+  [ "$yarn_memory" -ge 1024 ] ||
+    die "--yarn-memory $yarn_memory is too small for a Spark driver: give at least 1024 (MB)"
+  [ "$yarn_max_container" -le "$yarn_memory" ] ||
+    die "--yarn-max-container $yarn_max_container is larger than the NodeManager's --yarn-memory $yarn_memory"
+  [[ "$yarn_heap" =~ ^[0-9]+[kKmMgG]$ ]] || die "--yarn-heap '$yarn_heap' is not like 512m or 1g"
+  mkdir -p "$dir/logs"
+  dir=$(cd "$dir" && pwd)
+  if [ -s "$dir/yarn.pid" ] && kill -0 "$(cat "$dir/yarn.pid")" 2>/dev/null; then
+    die "a YARN started from $dir is already running (pid $(cat "$dir/yarn.pid")); stop it with: scripts/stop-cluster.sh --dir $dir"
+  fi
+  for value in "$yarn_port" "$yarn_webui_port"; do
+    [ "$value" = 0 ] && continue
+    if ! "$python" "$(dirname "$0")/port_free.py" "$value"; then
+      die "port $value on 127.0.0.1 is in use: choose other ports (see --help) or stop what uses it"
+    fi
+  done
+  local fs
+  if [ -s "$dir/hdfs.pid" ] && kill -0 "$(cat "$dir/hdfs.pid")" 2>/dev/null && [ -s "$dir/hdfs.url" ]; then
+    fs=$(cat "$dir/hdfs.url")
+    echo "Using the HDFS already running from $dir: $fs"
+  else
+    start_hdfs
+    fs=$(cat "$dir/hdfs.url")
+  fi
+  rm -f "$dir/yarn.pid" "$dir/yarn.conf"
+  rm -rf "$dir/yarn"
+  mkdir -p "$dir/yarn"
+  local classpath java_home
+  classpath=$(PYTHON="$python" "$(dirname "$0")/hdfs-classpath.sh") || exit 1
+  # Containers start {{JAVA_HOME}}/bin/java: the NodeManager passes its own JAVA_HOME on.
+  java_home=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v "$java_bin")")")")}
+  printf '%s\n' "log4j.rootLogger=WARN, file" "log4j.appender.file=org.apache.log4j.FileAppender" \
+    "log4j.appender.file.File=$dir/logs/yarn.log" \
+    "log4j.appender.file.layout=org.apache.log4j.PatternLayout" \
+    "log4j.appender.file.layout.ConversionPattern=%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n" \
+    >"$dir/yarn/log4j.properties"
+  # Hadoop names the NodeManager (its node id, the NM_HOST its containers see) by the canonical
+  # name of 127.0.0.1, "localhost" in /etc/hosts: a hosts file of the JVM's own makes that
+  # name 127.0.0.1 itself (the first line answers the reverse lookup), and still resolves
+  # localhost and this machine's name to 127.0.0.1.
+  printf '%s\n' "127.0.0.1 127.0.0.1" "127.0.0.1 localhost $(hostname)" >"$dir/yarn/hosts"
+  : >"$dir/logs/yarn.out"
+  # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner shell
+  (cd "$dir/yarn" && JAVA_HOME="$java_home" exec setsid bash -c 'echo $$ > "$0"; exec nohup "$@"' "$dir/yarn.pid" \
+    "$java_bin" "-Xmx$yarn_heap" -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
+    -Djdk.net.hosts.file="$dir/yarn/hosts" -Dlog4j.configuration="file:$dir/yarn/log4j.properties" \
+    -Dorg.slf4j.simpleLogger.logFile="$dir/logs/yarn.log" \
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true \
+    -cp "$classpath" io.flinkish.hdfs.SingleNodeYarn "$dir/yarn" "$fs" "$dir/hadoop-conf" \
+    "$yarn_port" "$yarn_webui_port" "$yarn_memory" "$yarn_vcores" "$yarn_max_container") \
+    >>"$dir/logs/yarn.out" 2>&1 </dev/null &
+  local deadline=$((SECONDS + timeout)) conf=""
+  until [ -n "$conf" ]; do
+    conf=$(sed -n 's/^HADOOP_CONF_DIR=\(.*\)$/\1/p' "$dir/logs/yarn.out" | head -n 1)
+    [ -z "$conf" ] || break
+    if [ -s "$dir/yarn.pid" ] && ! kill -0 "$(cat "$dir/yarn.pid")" 2>/dev/null; then
+      echo "--- last lines of $dir/logs/yarn.out and yarn.log:" >&2
+      tail -n 20 "$dir/logs/yarn.out" "$dir/logs/yarn.log" >&2 2>/dev/null || true
+      die "the YARN (ResourceManager and NodeManager) exited during startup"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      "$(dirname "$0")/stop-cluster.sh" --dir "$dir" >/dev/null 2>&1 || true
+      die "the YARN did not come up within ${timeout}s (see $dir/logs/yarn.out and yarn.log)"
+    fi
+    sleep 0.5
+  done
+  echo "$conf" >"$dir/yarn.conf"
+  echo "YARN running: pid $(cat "$dir/yarn.pid"), $(grep -m1 '^ResourceManager: ' "$dir/logs/yarn.out")"
+  echo "Logs in $dir/logs; stop with: scripts/stop-cluster.sh --dir $dir"
+  echo "HADOOP_CONF_DIR=$conf"
+}
+if [ $yarn = 1 ]; then
+  start_yarn
+  exit 0
+fi
 if [ $hdfs = 1 ]; then
   start_hdfs
   exit 0

@@ -2,8 +2,9 @@
 # Stop everything scripts/start-cluster.sh started from the same directory, like Flink's
 # bin/stop-cluster.sh: flinkish web, the Spark Connect server of a session cluster (and the
 # Python workers it runs), the standalone worker (and the executors it runs), the master, then
-# the Kafka broker of --kafka, then the single-node HDFS of --hdfs (its files stay: a
-# start on the same directory finds them). Stopping flinkish web never touches a job.
+# the Kafka broker of --kafka, then the YARN of --yarn (the NodeManager stops its containers;
+# any container process still running from DIR/yarn is ended after it), then the single-node
+# HDFS of --hdfs or --yarn (its files stay: a start on the same directory finds them). Stopping flinkish web never touches a job.
 #
 # Each daemon runs in a process group of its own whose id is the pid in its pid file; the
 # whole group gets SIGTERM, then SIGKILL if it is still there after the timeout. Safe to run
@@ -40,6 +41,7 @@ is_ours() {  # is_ours ROLE PID: PID is that daemon (guards against a recycled p
   [ "$1" != web ] || pattern='flinkish_cli web'
   [ "$1" != kafka ] || pattern='kafka\.Kafka '
   [ "$1" != hdfs ] || pattern='io\.flinkish\.hdfs\.SingleNodeHdfs'
+  [ "$1" != yarn ] || pattern='io\.flinkish\.hdfs\.SingleNodeYarn'
   [ -r "/proc/$2/cmdline" ] && tr '\0' ' ' <"/proc/$2/cmdline" | grep -q "$pattern"
 }
 
@@ -49,12 +51,36 @@ name_of() {
     web) echo "flinkish web" ;;
     kafka) echo "Kafka broker" ;;
     hdfs) echo "HDFS (NameNode and DataNode)" ;;
+    yarn) echo "YARN (ResourceManager and NodeManager)" ;;
     *) echo "Spark $1" ;;
   esac
 }
 
+# stop_containers: the processes left running in the NodeManager's directories of this
+# cluster (a container's working directory is under DIR/yarn/local), by process group; only
+# this user's processes are looked at.
+stop_containers() {
+  local root proc pid cwd groups=()
+  root=$(cd "$dir" 2>/dev/null && pwd -P)/yarn/
+  [ -d "$root" ] || return 0
+  for proc in /proc/[0-9]*; do
+    pid=${proc#/proc/}
+    [ -O "$proc" ] || continue
+    cwd=$(readlink "$proc/cwd" 2>/dev/null) || continue
+    [[ "$cwd/" == "$root"* ]] || continue
+    groups+=("$(ps -o pgid= -p "$pid" | tr -d ' ')")
+  done
+  [ ${#groups[@]} -gt 0 ] || return 0
+  local group
+  for group in $(printf '%s\n' "${groups[@]}" | sort -u); do
+    [ -n "$group" ] && [ "$group" != 0 ] || continue
+    kill -KILL -- "-$group" 2>/dev/null || true
+  done
+  echo "Ended ${#groups[@]} container process(es) left by the YARN"
+}
+
 stopped=0
-for role in web connect worker master kafka hdfs; do
+for role in web connect worker master kafka yarn hdfs; do
   pidfile="$dir/$role.pid"
   [ -f "$pidfile" ] || continue
   name=$(name_of "$role")
@@ -85,6 +111,8 @@ for role in web connect worker master kafka hdfs; do
     stopped=$((stopped + 1))
   fi
   rm -f "$pidfile"
+  [ "$role" != yarn ] || stop_containers
 done
-rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock" "$dir/kafka.bootstrap" "$dir/hdfs.url"
+rm -f "$dir/connect.url" "$dir/web.url" "$dir/worker-fork.sock" "$dir/kafka.bootstrap" "$dir/hdfs.url" \
+  "$dir/yarn.conf"
 [ $stopped -gt 0 ] || echo "No Spark cluster running from $dir"

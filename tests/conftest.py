@@ -41,6 +41,8 @@ pytest_plugins = [
     "tests.fixtures.connect_server",
     # hdfs_cluster: a real single-node HDFS (start-cluster.sh --hdfs), one for the whole run
     "tests.fixtures.hdfs",
+    # yarn_cluster: a real single-node YARN and its HDFS (start-cluster.sh --yarn), one a run
+    "tests.fixtures.yarn",
     # Kafka: one real broker for the run (kafka_broker, kafka_topic); tests/fixtures/kafka_broker.py
     "tests.fixtures.kafka_broker",
     # flink: Apache Flink's own CLI (bin/flink), the reference client of flinkish web
@@ -76,6 +78,14 @@ HDFS_MODULES = frozenset(
     }
 )
 HDFS_GROUP = "hdfs"
+#: The modules that use the one YARN of the run (``yarn_cluster``): one group, on one worker.
+YARN_MODULES = frozenset(
+    {
+        "tests/scripts/test_yarn_scripts.py",
+        "tests/cli/test_run_yarn.py",
+    }
+)
+YARN_GROUP = "yarn"
 #: Packages whose modules share one fixture of a wider scope, so run on one worker together:
 #: the jobs' tests and their one SparkSession (tests/jobs/conftest.py); the Kafka tests and
 #: their one broker (tests/fixtures/kafka_broker.py).
@@ -85,7 +95,8 @@ SHARED_PACKAGES = {"jobs", "kafka"}
 def group_of(nodeid: str) -> str:
     """The group a test runs in, whole on one worker (scripts/test.sh's ``--dist loadgroup``):
     its module, so that its module fixtures start once; the shared-cluster modules
-    (:data:`SHARED_CLUSTER_MODULES`) together, and the HDFS's (:data:`HDFS_MODULES`); a
+    (:data:`SHARED_CLUSTER_MODULES`) together, the HDFS's (:data:`HDFS_MODULES`) and the YARN's
+    (:data:`YARN_MODULES`); a
     package of :data:`SHARED_PACKAGES` whole.
     From the node id alone: pytest-xdist's controller, which schedules, collects nothing."""
     module = nodeid.split("::")[0]
@@ -93,6 +104,8 @@ def group_of(nodeid: str) -> str:
         return SHARED_GROUP
     if module in HDFS_MODULES:
         return HDFS_GROUP
+    if module in YARN_MODULES:
+        return YARN_GROUP
     parts = module.split("/")
     if len(parts) == 3 and parts[0] == "tests" and parts[1] in SHARED_PACKAGES:
         return f"tests/{parts[1]}"
@@ -134,6 +147,11 @@ def pytest_collection_modifyitems(items: list) -> None:
         if "hdfs_cluster" in item.fixturenames and module not in HDFS_MODULES:
             raise pytest.UsageError(
                 f"{module} uses the HDFS: add it to HDFS_MODULES in tests/conftest.py, so that "
+                "it runs on the worker that has it."
+            )
+        if "yarn_cluster" in item.fixturenames and module not in YARN_MODULES:
+            raise pytest.UsageError(
+                f"{module} uses the YARN: add it to YARN_MODULES in tests/conftest.py, so that "
                 "it runs on the worker that has it."
             )
         groups[id(item)] = group_of(item.nodeid)

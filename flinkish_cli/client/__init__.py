@@ -19,6 +19,7 @@
   upgrade, sweep, the warm runner), out of the job client the CLI uses.
 - :mod:`.state_reads`: state read in a child process for a long-lived caller (flinkish web).
 - :mod:`.explain`: ``flinkish info <job.py>``, a program's plans from a local session.
+- :mod:`.yarn_logs`: a YARN job's driver log, read from the NodeManager that runs it.
 - :mod:`.upgrade`: ``flinkish upgrade``, a client of the job client (its state machine,
   request and outcome, checks, rollback and verdict), a package of its own.
 

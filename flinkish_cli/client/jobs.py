@@ -145,6 +145,11 @@ class JobClient(JobClientBase):
         stops between them when its client has gone or it is stopping)."""
         from flinkish_cli.registry.logs import stream_log
 
+        status = self.registry.get(parse_job_id(job_id))
+        if status.yarn_application:
+            from flinkish_cli.client.yarn_logs import driver_log
+
+            return driver_log(self.registry, status, follow, last_lines, ticks)
         log_dir = str(self.config.get("env.log.dir"))
         return stream_log(
             self.registry,
@@ -187,7 +192,14 @@ class JobClient(JobClientBase):
             raise refused_end(self.registry, status.job_id, "cancel", response)
         if not wait:
             return self.registry.get(status.job_id)
-        return wait_until_ended(self.registry, status.job_id, timeout)
+        ended = wait_until_ended(self.registry, status.job_id, timeout)
+        if ended.yarn_application:
+            from flinkish_cli.spark import yarn
+
+            # the application ends too, as Flink's cancel of an application-mode job does
+            # (its driver has stopped the queries and recorded CANCELED already)
+            yarn.kill(ended.yarn_application)
+        return ended
 
     def stop_detached(
         self,

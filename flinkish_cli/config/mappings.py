@@ -276,6 +276,11 @@ def java_opts(roles: tuple[str, ...]) -> SparkMap:
     return mapping
 
 
+def yarn_jars(value: Any, config: Lookup) -> dict[str, str]:
+    """``yarn.provided.lib.dirs``: every jar of each directory, as ``spark.yarn.jars``."""
+    return {"spark.yarn.jars": ",".join(f"{str(d).rstrip('/')}/*" for d in value)}
+
+
 def s3_session_token(value: Any, config: Lookup) -> dict[str, str]:
     """Temporary credentials (an STS session token with its access and secret key): S3A needs
     its temporary-credentials provider to use the token."""

@@ -246,6 +246,8 @@ class JobStatus:
     #: a session cluster job's Spark Connect session (its queries live there, not in the
     #: client: the supervisor stops them when the client died)
     connect_session: str | None = None
+    #: a yarn-application job's YARN application (its driver runs in the ApplicationMaster)
+    yarn_application: str | None = None
     log_path: str | None = None
     master: str | None = None
     mode: str = "STREAMING"
@@ -404,6 +406,7 @@ class JobStatus:
             "upgraded_from": self.upgraded_from,
             "upgraded_to": self.upgraded_to,
             "rolled_back": self.rolled_back,
+            "yarn-application-id": self.yarn_application,
         }
 
 

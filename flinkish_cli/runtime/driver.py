@@ -140,6 +140,7 @@ def run_job(
         FAILED_BEFORE_RUNNING,
     )
     from flinkish_cli.spark.failures import headline, short_cause
+    from flinkish_cli.spark.yarn import application_of_container
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
@@ -148,6 +149,7 @@ def run_job(
     flavour = flavours.by_name(flavour_name)
     runtime = JobRuntime(plan, registry, flavour, settings, RuntimeSettings.from_config(config))
     runtime.status.connect_session = connect_session
+    runtime.status.yarn_application = application_of_container(os.environ.get("CONTAINER_ID"))
     runtime.begin()
     runtime.install_signal_handlers()
     program = plan.entry.target if plan.entry.kind == "file" else None

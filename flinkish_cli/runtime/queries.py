@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import time
 from typing import Any
 
@@ -166,7 +167,12 @@ class JobQueries:
             self.restorer.check_file_sink(query, str(sink_path), target, checkpoint)
         self._footprints[query.identity] = (target, checkpoint, self._sink_of(sink_path))
         if owner == "flinkish":
-            hooks.set_writer_option(self.flavour, writer, "checkpointLocation", checkpoint)
+            location = checkpoint
+            if checkpoint.startswith("/") and os.environ.get("CONTAINER_ID"):
+                # a driver in a YARN container: Spark's default file system is the cluster's,
+                # and a registry on local disk keeps its checkpoints there
+                location = f"file://{checkpoint}"
+            hooks.set_writer_option(self.flavour, writer, "checkpointLocation", location)
         trigger_ms = self._set_trigger(writer, query)
         self._kafka_sink(writer, query, target, checkpoint)
         if query.generated:

@@ -5,6 +5,8 @@
 - :mod:`.local`: a quiet local Spark session inside the CLI (``info``, ``savepoint info``).
 - :mod:`.local_fs`: flinkish's Hadoop local file system for a local driver's files.
 - :mod:`.loopback`: a local master's driver binds and advertises 127.0.0.1 only.
+- :mod:`.yarn`: a job's YARN application through the ResourceManager's and NodeManager's
+  REST APIs (its id, its driver's log, its end).
 - :mod:`.failures`: a Spark or Python failure put in a few lines for a user.
 - :mod:`.converters`: pyspark's py4j converters of NumPy values, without importing pandas.
 - :mod:`.maven`: Maven coordinates as cached jar files, resolved with the machine's ``mvn``.

@@ -9,7 +9,9 @@ the driver of a local master (its executors in its own JVM) and the client-mode 
 standalone master on loopback (whose workers can only be on this machine). An address named
 by the user's configuration or environment wins.
 
-Any other driver (a standalone master on a network address, YARN, Kubernetes) keeps Spark's
+A YARN job on a ResourceManager of this machine keeps to loopback the same way, through
+the YARN settings (:func:`flinkish_cli.submission.spark_submit.yarn_settings`). Any other
+driver (a standalone master on a network address, YARN elsewhere, Kubernetes) keeps Spark's
 choice: executors on other machines connect to it.
 """
 

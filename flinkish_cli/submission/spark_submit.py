@@ -35,7 +35,7 @@ from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
 from flinkish_cli.runtime.warm import connect_client_file
-from flinkish_cli.spark import loopback
+from flinkish_cli.spark import loopback, yarn
 from flinkish_cli.spark.install import pyspark_home
 from flinkish_cli.submission.endpoint import is_spark_master
 
@@ -258,6 +258,9 @@ def build_command(
             "Submitting to YARN needs the cluster's Hadoop configuration.",
             "Set HADOOP_CONF_DIR (or YARN_CONF_DIR) to the directory of yarn-site.xml.",
         )
+    yarn_env: dict[str, str] = {}
+    if deployment.target in (YARN_SESSION, YARN_APPLICATION):
+        yarn_env = yarn_settings(properties)
     python = properties.get("spark.pyspark.python")
     if deployment.target == YARN_APPLICATION and python:
         properties.setdefault("spark.yarn.appMasterEnv.PYSPARK_PYTHON", python)
@@ -293,6 +296,7 @@ def build_command(
         env = {"SPARK_CONF_DIR": str(cds.spark_conf_dir(fallback=Path(run_dir)))}
     else:
         env = {"SPARK_CONF_DIR": run_dir}
+    env.update(yarn_env)
     loopback.apply(deployment.master, properties, env, os.environ)
     if deployment.target == LOCAL:  # executors in the driver's JVM: the jar is everywhere
         from flinkish_cli.spark import local_fs
@@ -303,6 +307,25 @@ def build_command(
             for key, value in conf.items():
                 properties.setdefault(key, value)
     return SubmitCommand(argv=argv, env=env, properties=properties, cds_missing=cds_missing)
+
+
+def yarn_settings(properties: dict[str, str]) -> dict[str, str]:
+    """The YARN targets: Spark's jars and pyspark's Python archives from this installation
+    (``local:`` paths, which the NodeManager links rather than the client uploading about
+    300 MB per job), unless ``yarn.provided.lib.dirs`` (``spark.yarn.jars``) names others;
+    on a ResourceManager of this machine (its address in yarn-site.xml a loopback one) the
+    driver, ApplicationMaster and executors bind and advertise 127.0.0.1. Sets defaults in
+    ``properties``; returns the environment of ``spark-submit``."""
+    home = pyspark_home()
+    properties.setdefault("spark.yarn.jars", f"local:{home / 'jars'}/*")
+    archives = sorted((home / "python" / "lib").glob("*.zip"))
+    env = {"PYSPARK_ARCHIVES_PATH": ",".join(f"local:{path}" for path in archives)}
+    if yarn.is_loopback():
+        for key in ("spark.yarn.appMasterEnv.SPARK_LOCAL_IP", "spark.executorEnv.SPARK_LOCAL_IP"):
+            properties.setdefault(key, loopback.LOOPBACK)
+        properties.setdefault("spark.driver.host", loopback.LOOPBACK)
+        env[loopback.LOCAL_IP_ENV] = loopback.LOOPBACK
+    return env
 
 
 def yarn_restarts(config: Any) -> dict[str, str]:

@@ -27,12 +27,13 @@ from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.runtime.warm import WarmRunner
-from flinkish_cli.spark import cds, connectors
+from flinkish_cli.spark import cds, connectors, yarn
 from flinkish_cli.spark.install import check_java, pyspark_home
 from flinkish_cli.submission import launcher, packaging
 from flinkish_cli.submission.pyflink import module_source, refuse_pyflink
 from flinkish_cli.submission.spark_submit import (
     YARN_APPLICATION,
+    YARN_SESSION,
     Deployment,
     SubmitCommand,
     build_command,
@@ -233,7 +234,11 @@ def _plan(
     if not deployment.driver_is_local:
         py_files.append(str(packaging.package_flinkish(run_dir)))
     archives = list(request.py_archives)
-    name = str(config.get("pipeline.name") or (script.stem if script else request.module))
+    name = str(
+        config.get("pipeline.name")
+        or config.get("yarn.application.name")
+        or (script.stem if script else request.module)
+    )
     entry = Entry(
         kind="file" if script else "module",
         target=str(script) if script else str(request.module),
@@ -290,6 +295,8 @@ def _plan(
             cds_missing=cds_missing,
             log_file=str(log_path),
         )
+    if deployment.target in (YARN_SESSION, YARN_APPLICATION):
+        yarn.check_submission(command.properties, deployment.deploy_mode == "cluster")
     registry = registry_for(config)
     kept = [package.zip_path] if package else []
     kept += [Path(item) for item in shipped if "://" not in item]

@@ -120,7 +120,7 @@ def test_unknown_key_far_from_everything() -> None:
         "blob.server.port",
         "web.upload.dir",
         "kubernetes.cluster-id",
-        "yarn.application.name",
+        "yarn.tags",
         "security.kerberos.login.keytab",
         "pekko.ask.timeout",
         "taskmanager.memory.managed.fraction",

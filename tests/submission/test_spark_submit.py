@@ -176,8 +176,36 @@ def test_the_users_default_java_options_follow_flinkishs(tmp_path, monkeypatch) 
 def test_a_cluster_mode_submission_keeps_its_configuration_directory(monkeypatch) -> None:
     monkeypatch.setenv("HADOOP_CONF_DIR", "/etc/hadoop")
     command = _command(Deployment("yarn-application", "yarn", "cluster"))
-    assert command.env == {"SPARK_CONF_DIR": "/run"}
+    assert command.env["SPARK_CONF_DIR"] == "/run"
     assert "spark.driver.defaultJavaOptions" not in command.properties
+
+
+def test_yarn_takes_sparks_jars_and_pyspark_from_this_installation(monkeypatch, tmp_path) -> None:
+    """Nothing uploaded per job: ``local:`` jars and Python archives; on a ResourceManager of
+    127.0.0.1 the driver, ApplicationMaster and executors bind 127.0.0.1."""
+    from flinkish_cli.spark.install import pyspark_home
+
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.address</name>"
+        "<value>127.0.0.1:8032</value></property></configuration>"
+    )
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    command = _command(Deployment("yarn-application", "yarn", "cluster"))
+    home = pyspark_home()
+    assert command.properties["spark.yarn.jars"] == f"local:{home / 'jars'}/*"
+    archives = command.env["PYSPARK_ARCHIVES_PATH"].split(",")
+    assert archives and all(a.startswith(f"local:{home}/python/lib/") for a in archives)
+    assert command.env["SPARK_LOCAL_IP"] == "127.0.0.1"
+    for key in ("spark.yarn.appMasterEnv.SPARK_LOCAL_IP", "spark.executorEnv.SPARK_LOCAL_IP"):
+        assert command.properties[key] == "127.0.0.1"
+    # a YARN of other machines: their own addresses
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.hostname</name>"
+        "<value>rm.example.com</value></property></configuration>"
+    )
+    command = _command(Deployment("yarn-application", "yarn", "cluster"))
+    assert "SPARK_LOCAL_IP" not in command.env
+    assert "spark.executorEnv.SPARK_LOCAL_IP" not in command.properties
 
 
 def test_a_local_jobs_python_workers_come_from_flinkishs_daemon() -> None:

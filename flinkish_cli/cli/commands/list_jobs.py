@@ -42,7 +42,10 @@ RESCALES_SHOWN = 10
 def _line(status: JobStatus, now: float) -> str:
     start = time.strftime(DATE_FORMAT, time.localtime(status.start_time))
     state = status.effective_state(now).value
-    return f"{start} : {status.job_id} : {status.name} ({state})"
+    line = f"{start} : {status.job_id} : {status.name} ({state})"
+    # a yarn-application job's YARN application, after Flink's three fields (which stay
+    # as Flink prints them, for scripts that read them)
+    return f"{line} : {status.yarn_application}" if status.yarn_application else line
 
 
 def _unreadable_line(job: UnreadableJob) -> str:

@@ -1,0 +1,201 @@
+"""``flinkish run -t yarn-application`` on a real ResourceManager and NodeManager.
+
+The user's side: Flink's YARN keys as Flink's documentation writes them, the JobID line,
+``list`` with the YARN application id, ``logs`` read from the NodeManager, ``cancel`` ending
+the application; and every socket of the job's containers on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of
+from tests.fixtures.sockets import listening_addresses
+from tests.fixtures.spark_cluster import ROOT
+from tests.fixtures.yarn import Yarn
+
+pytestmark = pytest.mark.cluster
+
+RATE_JOB = ROOT / "tests" / "fixtures" / "jobs" / "rate_to_files.py"
+
+
+def _wait(what: str, probe: Callable[[], Any], timeout: float = 300) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what} within {timeout}s"
+        time.sleep(1)
+
+
+def _container_pids(yarn: Yarn) -> list[int]:
+    """This YARN's container processes: those whose working directory is under its
+    NodeManager's local directories."""
+    root = str((yarn.cluster_dir / "yarn" / "local").resolve()) + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd").startswith(root):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_yarn_application_runs_is_listed_logs_and_cancels(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    output = tmp_path / "out"
+    shipped = tmp_path / "lookup.txt"
+    shipped.write_text("shipped\n")
+    result = flinkish_env.run(
+        "run", "-d", "-t", "yarn-application", "-p", "1",
+        # Flink's YARN keys, as its documentation writes them
+        "-Dyarn.application.name=rate-on-yarn",
+        "-Dyarn.application.queue=default",
+        "-Dyarn.application-attempts=1",
+        f"-Dyarn.ship-files={shipped}",
+        "-Djobmanager.memory.process.size=1g",
+        "-Dtaskmanager.memory.process.size=1g",
+        "-Dtaskmanager.numberOfTaskSlots=1",
+        str(RATE_JOB), "--output", f"file://{output}",
+        env={"HADOOP_CONF_DIR": str(yarn_cluster)}, timeout=600, check=True,
+    )  # fmt: skip
+    assert "has no meaning on Spark" not in result.stderr, result.stderr
+    job_id = job_id_of(result.stdout)
+    env = {"HADOOP_CONF_DIR": str(yarn_cluster)}
+
+    job = flinkish_env.wait_for_state(job_id, {"RUNNING"}, timeout=300)
+    app_id = job["yarn-application-id"]
+    assert app_id and app_id.startswith("application_"), job
+    app = yarn_cluster.rest(f"apps/{app_id}")["app"]
+    assert (app["name"], app["queue"], app["state"]) == ("rate-on-yarn", "root.default", "RUNNING")
+    flinkish_env.wait_for_batches(job_id, "rate", 2, timeout=300)
+    _wait("the file sink's files", lambda: list(output.glob("part-*.parquet")))
+
+    listed = flinkish_env.run("list", env=env, check=True).stdout
+    assert f"{job_id} : rate-on-yarn (RUNNING) : {app_id}" in listed, listed
+
+    # the driver's log, from the NodeManager that runs its container
+    logs = flinkish_env.run("logs", job_id, env=env, check=True).stdout
+    assert "Query 'rate' batch" in logs and "flinkish.runtime" in logs, logs[-2000:]
+
+    # the driver (ApplicationMaster) and executor containers listen on loopback only
+    pids = _container_pids(yarn_cluster)
+    addresses = [a for pid in pids for a in listening_addresses(pid)]
+    assert len(pids) >= 2 and addresses, (pids, addresses)
+    assert {address for address, _ in addresses} == {"127.0.0.1"}, addresses
+
+    cancelled = flinkish_env.run("cancel", job_id, env=env, check=True)
+    assert f"Cancelled job {job_id}." in cancelled.stdout
+    assert yarn_cluster.rest(f"apps/{app_id}")["app"]["state"] == "KILLED"
+    assert flinkish_env.job(job_id)["state"] == "CANCELED"
+    _wait("the containers' end", lambda: not _container_pids(yarn_cluster), timeout=120)
+
+
+LARGER = "container of 3072 MB is larger than YARN's largest, 2048 MB."
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-Dyarn.application.queue=nightly"],
+         "ERROR: YARN has no queue 'nightly' (its queues: default)."),
+        (["-Djobmanager.memory.process.size=3g"], f"ERROR: A driver {LARGER}"),
+        (["-Dtaskmanager.memory.process.size=3g"], f"ERROR: An executor {LARGER}"),
+    ],
+)  # fmt: skip
+def test_a_submission_yarn_would_refuse_is_refused_before_it_starts(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, args: list[str], message: str
+) -> None:
+    before = {app["id"] for app in yarn_cluster.applications()}
+    result = flinkish_env.run(
+        "run", "-d", "-t", "yarn-application", *args, str(RATE_JOB), "--output", "file:///x",
+        env={"HADOOP_CONF_DIR": str(yarn_cluster)}, check=False,
+    )  # fmt: skip
+    assert result.stderr.splitlines()[0] == message, result.stderr
+    assert "Traceback" not in result.stderr and "submitted with JobID" not in result.stdout
+    assert {app["id"] for app in yarn_cluster.applications()} == before
+    assert flinkish_env.list_jobs() == []
+
+
+def test_a_resource_manager_that_does_not_answer_is_named(
+    flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    from tests.fixtures.spark_cluster import free_ports
+
+    (port,) = free_ports(1)
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.webapp.address</name>"
+        f"<value>127.0.0.1:{port}</value></property></configuration>"
+    )
+    result = flinkish_env.run(
+        "run", "-d", "-t", "yarn-application", str(RATE_JOB), "--output", "file:///x",
+        env={"HADOOP_CONF_DIR": str(tmp_path)}, check=False,
+    )  # fmt: skip
+    assert result.stderr.splitlines()[0] == (
+        f"ERROR: The YARN ResourceManager at http://127.0.0.1:{port} does not answer "
+        "([Errno 111] Connection refused)."
+    ), result.stderr
+    assert flinkish_env.list_jobs() == []
+
+
+def _savepoint_path(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if "Savepoint completed" in line).split(
+        "Path: ", 1
+    )[1]
+
+
+def test_savepoint_stop_to_hdfs_and_resume_at_another_parallelism_exactly_once(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    """The lifecycle on YARN, from the user's side: a savepoint, a stop with a savepoint on
+    the cluster's HDFS, a resume from it with -p 2; every row of the rate source in the file
+    sink once, none missing."""
+    import pyarrow.parquet as pq
+
+    output = tmp_path / "out"
+    env = {"HADOOP_CONF_DIR": str(yarn_cluster)}
+    sizes = ["-Djobmanager.memory.process.size=1g", "-Dtaskmanager.memory.process.size=1g",
+             "-Dtaskmanager.numberOfTaskSlots=1"]  # fmt: skip
+    job = ["-t", "yarn-application", *sizes, str(RATE_JOB), "--output", f"file://{output}"]
+    first = job_id_of(flinkish_env.run("run", "-d", "-p", "1", *job, env=env, timeout=600,
+                                       check=True).stdout)  # fmt: skip
+    flinkish_env.wait_for_state(first, {"RUNNING"}, timeout=300)
+    flinkish_env.wait_for_batches(first, "rate", 2, timeout=300)
+    taken = flinkish_env.run("savepoint", first, f"file://{tmp_path}/sp", env=env, check=True)
+    assert _savepoint_path(taken.stdout).startswith(f"file://{tmp_path}/sp/")
+
+    stopped = flinkish_env.run(
+        "stop", "--savepointPath", f"{yarn_cluster.fs}/savepoints/yarn", first, env=env,
+        check=True,
+    )  # fmt: skip
+    savepoint = _savepoint_path(stopped.stdout)
+    assert savepoint.startswith(f"{yarn_cluster.fs}/savepoints/yarn/")
+    ended = flinkish_env.wait_for_state(first, {"FINISHED"}, timeout=120)
+    stopped_at = ended["queries"]["rate"]["last-committed-batch"]
+    first_app = ended["yarn-application-id"]
+    _wait("the first application's end",
+          lambda: yarn_cluster.rest(f"apps/{first_app}")["app"]["state"] == "FINISHED")  # fmt: skip
+
+    second = job_id_of(flinkish_env.run("run", "-d", "-s", savepoint, "-p", "2", *job, env=env,
+                                        timeout=600, check=True).stdout)  # fmt: skip
+    resumed = flinkish_env.wait_for_state(second, {"RUNNING"}, timeout=300)
+    assert resumed["restored-from"] == savepoint
+    flinkish_env.wait_for_batches(second, "rate", stopped_at + 2, timeout=300)
+    flinkish_env.run("cancel", second, env=env, check=True)
+
+    values = sorted(
+        value
+        for part in output.glob("part-*.parquet")
+        for value in pq.read_table(part).column("value").to_pylist()
+    )
+    assert values == list(range(len(values))) and len(values) > 0, values[:20]
