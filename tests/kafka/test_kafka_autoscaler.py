@@ -23,7 +23,8 @@ pytestmark = pytest.mark.spark
 
 PARTITIONS = 3
 #: Wants more than the job has as soon as any input flows (a target utilisation of 1 %),
-#: decides every second over a 20 s window (enough busy time for a rate), from 1 up to 8 (more than the topic's partitions).
+#: decides every second over a 20 s window (enough busy time for a rate), from 1 up to 8
+#: (more than the topic's partitions).
 EAGER = {
     "parallelism.default": "1",
     "state.backend.type": "rocksdb",
