@@ -123,9 +123,9 @@ def test_s3_not_answering_under_a_running_job_then_back(flinkish_env: FlinkishEn
     registry) are on S3 through S3A: the server of the test's own is frozen (SIGSTOP), so
     connections open and requests go unanswered, as in a network outage; then it answers
     again (SIGCONT) with every object it had. S3A's requests wait longer than that for an
-    answer, so the job waits rather than failing over: no restart, its supervisor's log says
-    the registry answered late (the driver's missed heartbeats are not taken for a hang), and
-    the input that arrived meanwhile is processed exactly once."""
+    answer, so the job waits rather than failing over: no restart, its supervisor's and its
+    driver's log lines say the registry answered late (the driver's missed heartbeats are not
+    taken for a hang), and the input that arrived meanwhile is processed exactly once."""
     env, cycle = flinkish_env, Cycle(flinkish_env)
     with start_s3_server() as server:
         bucket = server.bucket()
@@ -172,6 +172,7 @@ def test_s3_not_answering_under_a_running_job_then_back(flinkish_env: FlinkishEn
             # driver's missed heartbeats for a hang
             assert listed["restarts"] == before["restarts"], listed
             assert "The job registry took" in logs, logs[-3000:]
+            assert "The heartbeat took" in logs, logs[-3000:]  # the driver's side says so too
             env.run("cancel", job, check=True)
         finally:
             with contextlib.suppress(Exception):
