@@ -102,14 +102,23 @@ class StatusKeeper:
         """The heartbeat thread's body, until ``done``: ``check()`` first (it may end the
         process), then a write when the status changed or a heartbeat is due."""
         interval = self.plan.heartbeat_interval_s
-        next_beat = 0.0
+        next_beat, writing = 0.0, 0.0
         while not done.wait(POLL_SECONDS / 2):
             check()
             if self._dirty.is_set() or time.time() >= next_beat:
-                late = time.time() - self.status.heartbeat - interval
+                # late beyond the last write's own time: the driver, not the store
+                late = time.time() - self.status.heartbeat - interval - writing
                 if late > interval:
                     log.warning("The heartbeat is %.1f s late (is the driver starved?).", late)
+                began = time.monotonic()
                 self.flush()
+                writing = time.monotonic() - began
+                if writing > interval:
+                    log.warning(
+                        "The heartbeat took %.1f s to write: the job registry's store "
+                        "answered late.",
+                        writing,
+                    )
                 next_beat = time.time() + interval
 
 

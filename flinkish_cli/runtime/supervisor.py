@@ -61,6 +61,9 @@ log = logging.getLogger("flinkish.supervisor")
 #: How long a (re)started driver has to report before it counts as failed to start.
 START_TIMEOUT = 300.0
 POLL = 0.5
+#: A registry read that took longer than this (s) was an outage of its store: the driver's
+#: heartbeat, written to the same store, gets a full timeout from the answer.
+SLOW_REGISTRY = 5.0
 
 
 @contextlib.contextmanager
@@ -160,6 +163,7 @@ class Supervisor:
         from flinkish_cli.errors import StorageError
 
         while True:
+            began = time.monotonic()
             try:
                 status = self.registry.find(self.spec.job_id)
             except StorageError as error:
@@ -174,6 +178,15 @@ class Supervisor:
                 self._registry_down = False
                 self._registry_back = time.time()
                 log.info("The job registry answers again.")
+            elif (took := time.monotonic() - began) > SLOW_REGISTRY:
+                # a store that stopped answering and then answered (an S3 endpoint that did
+                # not respond for a while): the driver's heartbeats waited as this read did
+                self._registry_back = time.time()
+                log.warning(
+                    "The job registry took %.0f s to answer; the driver's heartbeat is "
+                    "counted from its answer.",
+                    took,
+                )
             self._last_status = status
             return status
 

@@ -175,5 +175,8 @@ def test_a_namenode_restart_under_a_running_job_restarts_it_exactly_once(
         cycle.wait_until_all_processed(timeout=300)
         listed = _wait_for_state(env, job, "RUNNING")
         assert listed["restarts"] >= 1, listed  # failed over, not waited
+        # the exception history says why: HDFS's client could not reach the NameNode
+        causes = "\n".join(str(entry["cause"]) for entry in listed["exceptions"])
+        assert f":{hdfs.port} failed on" in causes, causes[-2000:]  # Call From ... to ...
         env.run("cancel", job, check=True)
         cycle.check_exactly_once()
