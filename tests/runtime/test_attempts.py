@@ -6,15 +6,30 @@ test_driver_failover.py and test_fault_tolerance.py cover the same loop with rea
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
+
+import pytest
 
 from flinkish_cli.config import load_configuration
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.runtime.attempts import Attempts, CheckpointsFailed, SparkLostError
 
 JOB = "4d" * 16
+
+
+@pytest.fixture(autouse=True)
+def _test_modules_kept() -> Iterator[None]:
+    """An attempt forgets the modules the job's program imported (not from site-packages),
+    as a restarted driver must; here the driver is this test process, whose own modules
+    (the tests', the docs scripts') those are: put back what the attempts dropped."""
+    kept = dict(sys.modules)
+    yield
+    for name, module in kept.items():
+        sys.modules.setdefault(name, module)
 
 
 class QueryDouble:
