@@ -248,6 +248,8 @@ class JobStatus:
     connect_session: str | None = None
     #: a yarn-application job's YARN application (its driver runs in the ApplicationMaster)
     yarn_application: str | None = None
+    #: that application's attempt whose driver writes this status (YARN's 1, 2, ...)
+    yarn_attempt: int | None = None
     log_path: str | None = None
     master: str | None = None
     mode: str = "STREAMING"

@@ -23,10 +23,12 @@ import contextlib
 import logging
 import os
 import sys
+import time
+from typing import Any
 
 from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, secrets_from, storage_flat_conf
 from flinkish_cli.plan.rundir import PROPERTIES_FILE
-from flinkish_cli.registry.status import JobState
+from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.runtime import warm
 
 log = logging.getLogger("flinkish.runtime")
@@ -120,6 +122,26 @@ def forget_properties_file(plan: JobPlan) -> None:
             os.remove(os.path.join(plan.run_dir, PROPERTIES_FILE))
 
 
+def record_yarn_attempt(status: JobStatus, attempt: int | None, config: Any) -> None:
+    """A driver in a new YARN attempt of the job's application (``yarn.application-attempts``)
+    records, once, that the previous attempt's driver died: a failure in the job's exception
+    history (with the ResourceManager's diagnostics) and one more restart, as the job's
+    supervisor records a dead local driver. Its queries then resume from their checkpoints."""
+    from flinkish_cli.runtime.restart import history_size
+    from flinkish_cli.spark.yarn import previous_attempt_cause
+
+    if attempt is None or status.yarn_application is None:
+        return
+    if status.yarn_attempt is not None and status.yarn_attempt < attempt:
+        cause = previous_attempt_cause(status.yarn_application, attempt)
+        status.remember_failure(cause, time.time(), history_size(config))
+        status.restarts += 1
+        status.failure_cause = cause
+        status.state = JobState.RESTARTING  # RUNNING again when its queries run
+        log.warning("%s Resuming from the job's checkpoints.", cause)
+    status.yarn_attempt = attempt
+
+
 def run_job(
     plan: JobPlan,
     secrets: dict[str, str | None],
@@ -140,7 +162,7 @@ def run_job(
         FAILED_BEFORE_RUNNING,
     )
     from flinkish_cli.spark.failures import headline, short_cause
-    from flinkish_cli.spark.yarn import application_of_container
+    from flinkish_cli.spark.yarn import application_of_container, attempt_of_container
     from flinkish_cli.storage import StorageSettings
 
     config = Configuration.from_flat(plan.flink_conf)
@@ -149,7 +171,9 @@ def run_job(
     flavour = flavours.by_name(flavour_name)
     runtime = JobRuntime(plan, registry, flavour, settings, RuntimeSettings.from_config(config))
     runtime.status.connect_session = connect_session
-    runtime.status.yarn_application = application_of_container(os.environ.get("CONTAINER_ID"))
+    container = os.environ.get("CONTAINER_ID")
+    runtime.status.yarn_application = application_of_container(container)
+    record_yarn_attempt(runtime.status, attempt_of_container(container), config)
     runtime.begin()
     runtime.install_signal_handlers()
     program = plan.entry.target if plan.entry.kind == "file" else None

@@ -2,8 +2,10 @@
 
 ``spark-submit`` starts Spark's JVM, which starts the Python driver: when that JVM dies
 (killed, out of memory), the driver becomes an orphan and nothing in it can run the job any
-more; it then exits for its supervisor to start a new one. A session cluster's server
-outlives its clients, so a Connect client never watches it.
+more; it then exits for its supervisor to start a new one. In Spark's cluster mode the
+driver's JVM (a YARN ApplicationMaster) starts the Python driver the same way: its orphan
+exits without recording anything, as the cluster (YARN's next attempt) restarts the job. A
+session cluster's server outlives its clients, so a Connect client never watches it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ class JvmWatch:
     """Watches the JVM that started this driver (its parent process)."""
 
     def __init__(self, flavour: Flavour, deploy_mode: str) -> None:
-        self.watching = flavour.driver_owns_jvm and deploy_mode == "client"
+        self.watching = flavour.driver_owns_jvm and deploy_mode in ("client", "cluster")
         self.parent = os.getppid()
         self._lost = False
 

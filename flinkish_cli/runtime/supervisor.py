@@ -19,7 +19,9 @@ job is never left RUNNING or RESTARTING without a process making progress on it.
 Per target: every client-mode target (local, remote, yarn-session, kubernetes-session) and
 kubernetes-application (``spark-submit`` waits for the driver pod) are restarted here;
 yarn-application uses YARN's own attempts (``spark.yarn.maxAppAttempts``, set from the
-restart strategy) and the supervisor only records the outcome. The supervisor also cleans
+restart strategy) and the supervisor only records the outcome: a silent driver whose
+application YARN still runs is not killed, as YARN's next attempt writes the job's status
+again (the ResourceManager judges that driver's life). The supervisor also cleans
 the job's private run directory (the properties file holds secrets) on every path, and the
 job's temporary directory (:func:`~flinkish_cli.plan.rundir.make_tmp_dir`): each driver's
 ``TMPDIR`` and ``java.io.tmpdir``, emptied before a restart (a killed driver's scratch files,
@@ -64,6 +66,8 @@ POLL = 0.5
 #: A registry read that took longer than this (s) was an outage of its store: the driver's
 #: heartbeat, written to the same store, gets a full timeout from the answer.
 SLOW_REGISTRY = 5.0
+#: How often a supervisor asks the ResourceManager whether a silent driver's application runs.
+YARN_POLL = 5.0
 
 
 @contextlib.contextmanager
@@ -135,6 +139,8 @@ class Supervisor:
     _registry_down: bool = field(default=False, repr=False)
     #: when the registry last answered again after an outage (heartbeats count from then)
     _registry_back: float = field(default=0.0, repr=False)
+    _yarn_asked: float = field(default=-YARN_POLL, repr=False)
+    _yarn_live: bool = field(default=False, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
     @classmethod
@@ -270,6 +276,8 @@ class Supervisor:
                 # a driver that could not write its heartbeat during an outage gets a full
                 # heartbeat timeout from the registry's return
                 silent = time.time() - max(status.heartbeat, self._registry_back)
+                if silent > status.heartbeat_timeout and self._yarn_attempt_coming(status):
+                    continue
                 if silent > status.heartbeat_timeout:
                     log.error("No heartbeat for %.0f s: killing the driver.", silent)
                     hung = True
@@ -342,6 +350,29 @@ class Supervisor:
             log.info("Stopped %s queries left in session %s.", stopped or "no", session)
         except (OSError, subprocess.TimeoutExpired) as error:
             log.warning("Could not stop the queries of session %s: %s", session, error)
+
+    def _yarn_attempt_coming(self, status: Any) -> bool:
+        """A silent yarn-application driver whose application YARN still runs: its
+        ApplicationMaster died and YARN starts the next attempt (``yarn.application-attempts``),
+        whose driver writes the status again. YARN, not a heartbeat, judges that driver's
+        life; the ResourceManager is asked every few seconds."""
+        from flinkish_cli.spark import yarn
+
+        if self.spec.restarts_here or not status.yarn_application:
+            return False
+        now = time.monotonic()
+        if now - self._yarn_asked < YARN_POLL:
+            return self._yarn_live
+        self._yarn_asked = now
+        live = yarn.is_live(status.yarn_application)
+        if live and not self._yarn_live:
+            log.warning(
+                "No heartbeat from the driver, and YARN still runs %s: waiting for its next "
+                "attempt.",
+                status.yarn_application,
+            )
+        self._yarn_live = live
+        return live
 
     def _kill_driver(self) -> None:
         if self.process is None:

@@ -5,7 +5,10 @@ cluster mode, the ApplicationMaster). It records the application's id in the job
 (:func:`application_of_container`, from the ``CONTAINER_ID`` YARN gives every container);
 ``list`` shows it, ``cancel`` ends the application (:func:`kill`), ``logs`` reads the driver's
 log live from the NodeManager that runs it (:func:`driver_log`: the application's attempts on
-the ResourceManager name the container and its node). The ResourceManager's web address is
+the ResourceManager name the container and its node). When YARN starts another attempt of
+the application (``yarn.application-attempts``), the new driver reads its attempt number from
+its container id (:func:`attempt_of_container`) and why the previous attempt ended from the
+ResourceManager (:func:`previous_attempt_cause`). The ResourceManager's web address is
 that of ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``)'s yarn-site.xml, as Spark's own client
 finds the cluster. Standard library only: no Spark, no Hadoop client.
 """
@@ -24,7 +27,7 @@ from typing import Any
 from flinkish_cli.errors import UsageError
 
 #: ``container_[e<epoch>_]<cluster timestamp>_<application>_<attempt>_<container>``
-_CONTAINER = re.compile(r"^container_(?:e\d+_)?(\d+)_(\d+)_\d+_\d+$")
+_CONTAINER = re.compile(r"^container_(?:e\d+_)?(\d+)_(\d+)_(\d+)_\d+$")
 TIMEOUT = 10.0
 
 
@@ -34,10 +37,70 @@ def application_of_container(container_id: str | None) -> str | None:
     return f"application_{match.group(1)}_{match.group(2)}" if match else None
 
 
+def attempt_of_container(container_id: str | None) -> int | None:
+    """The application attempt (1, 2, ...) a container belongs to, else None."""
+    match = _CONTAINER.match(container_id or "")
+    return int(match.group(3)) if match else None
+
+
+def previous_attempt_cause(app_id: str, attempt: int) -> str:
+    """Why YARN started ``attempt`` of ``app_id``: the previous attempt's driver ended, with
+    the ResourceManager's word on that attempt (its state and diagnostics, the exit status of
+    its container) when it answers. One line."""
+    cause = (
+        f"The driver of YARN application attempt {attempt - 1} of {app_id} ended "
+        f"(its ApplicationMaster container was lost); YARN started attempt {attempt}."
+    )
+    try:
+        said = _attempt_report(app_id, attempt - 1)
+    except (OSError, ValueError, KeyError, UsageError):  # the RM is silent: no diagnostics
+        return cause
+    words = " ".join(said.split())
+    return f"{cause} YARN: {words}" if words else cause
+
+
+def _attempt_report(app_id: str, attempt: int) -> str:
+    """The ResourceManager's state and diagnostics of one attempt of an application."""
+    attempt_id = f"appattempt_{app_id.removeprefix('application_')}_{attempt:06d}"
+    base = f"{web_address()}/ws/v1/cluster/apps/{app_id}/appattempts"
+    listed = (_call(base).get("appAttempts") or {}).get("appAttempt") or []
+    state = next((a.get("appAttemptState") for a in listed if a.get("id") == attempt), None)
+    try:
+        report = _call(f"{base}/{attempt_id}")
+    except urllib.error.HTTPError:  # a ResourceManager without the attempt's own page
+        report = {}
+    report = report.get("appAttempt", report) if isinstance(report, dict) else {}
+    diagnostics = str(report.get("diagnosticsInfo") or "").strip()
+    state = state or report.get("appAttemptState")
+    parts = [f"attempt {attempt} {state}" if state else "", diagnostics]
+    return ": ".join(part for part in parts if part)
+
+
+def is_live(app_id: str) -> bool:
+    """Whether the ResourceManager still runs the application (a new attempt may be on its
+    way); True when it does not answer, as its silence proves nothing."""
+    try:
+        state = str(application(app_id).get("state", ""))
+    except (OSError, ValueError, KeyError, UsageError):
+        return True
+    return state not in ("FINISHED", "FAILED", "KILLED")
+
+
+#: Where Spark's client puts the Hadoop configuration in a YARN container of its application
+#: (the container's working directory).
+CONTAINER_CONF_DIR = "__spark_conf__/__hadoop_conf__"
+
+
 def conf_dir() -> str | None:
     """The client's Hadoop configuration directory (``HADOOP_CONF_DIR``, else
-    ``YARN_CONF_DIR``), if set."""
-    return os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR") or None
+    ``YARN_CONF_DIR``), if set; in a container of a Spark application, the one Spark's client
+    shipped with it."""
+    given = os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")
+    if given:
+        return given
+    if os.environ.get("CONTAINER_ID") and os.path.isdir(CONTAINER_CONF_DIR):
+        return os.path.abspath(CONTAINER_CONF_DIR)
+    return None
 
 
 def site() -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.flinkish_env import FlinkishEnv, job_id_of
+from tests.fixtures.sink_log import committed_files
 from tests.fixtures.sockets import listening_addresses
 from tests.fixtures.spark_cluster import ROOT
 from tests.fixtures.yarn import Yarn
@@ -154,26 +155,83 @@ def _savepoint_path(stdout: str) -> str:
     )[1]
 
 
-def test_savepoint_stop_to_hdfs_and_resume_at_another_parallelism_exactly_once(
-    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, tmp_path: Path
-) -> None:
-    """The lifecycle on YARN, from the user's side: a savepoint, a stop with a savepoint on
-    the cluster's HDFS, a resume from it with -p 2; every row of the rate source in the file
-    sink once, none missing."""
+def _am_jvm(yarn: Yarn, container: str) -> int:
+    """The ApplicationMaster's JVM: the java process of this YARN whose environment holds the
+    container's CONTAINER_ID."""
+    for pid in _container_pids(yarn):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "java" and f"CONTAINER_ID={container}".encode() in environ:
+            return pid
+    raise AssertionError(f"no JVM of container {container}")
+
+
+def _attempts(yarn: Yarn, app_id: str) -> list[dict[str, Any]]:
+    found = yarn.rest(f"apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    return sorted(found, key=lambda attempt: int(attempt["id"]))
+
+
+def _committed_values(output: Path) -> list[int]:
+    """The rate source's values in the files the file sink committed (its metadata log): a
+    batch a killed driver was writing leaves files the log never names."""
     import pyarrow.parquet as pq
 
+    files = committed_files(output)
+    assert files, "the sink committed no file"
+    return sorted(
+        value for path in files for value in pq.read_table(path).column("value").to_pylist()
+    )
+
+
+def test_a_killed_application_master_resumes_then_savepoint_stop_and_resume_exactly_once(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv, tmp_path: Path
+) -> None:
+    """The lifecycle on YARN, from the user's side, in one application: its ApplicationMaster's
+    JVM killed with SIGKILL, YARN's second attempt (``yarn.application-attempts: 2``) resumes
+    the same JobID from its checkpoint and the exception history says why; then a savepoint,
+    a stop with a savepoint on the cluster's HDFS, a resume from it with -p 2. Every row of
+    the rate source is in the file sink once, none missing."""
     output = tmp_path / "out"
     env = {"HADOOP_CONF_DIR": str(yarn_cluster)}
     sizes = ["-Djobmanager.memory.process.size=1g", "-Dtaskmanager.memory.process.size=1g",
-             "-Dtaskmanager.numberOfTaskSlots=1"]  # fmt: skip
+             "-Dtaskmanager.numberOfTaskSlots=1", "-Dyarn.application-attempts=2"]  # fmt: skip
     job = ["-t", "yarn-application", *sizes, str(RATE_JOB), "--output", f"file://{output}"]
     first = job_id_of(flinkish_env.run("run", "-d", "-p", "1", *job, env=env, timeout=600,
                                        check=True).stdout)  # fmt: skip
-    flinkish_env.wait_for_state(first, {"RUNNING"}, timeout=300)
+    running = flinkish_env.wait_for_state(first, {"RUNNING"}, timeout=300)
+    app_id = running["yarn-application-id"]
     flinkish_env.wait_for_batches(first, "rate", 2, timeout=300)
+
+    (attempt,) = _attempts(yarn_cluster, app_id)
+    os.kill(_am_jvm(yarn_cluster, attempt["containerId"]), 9)
+    _wait("YARN's second attempt", lambda: len(_attempts(yarn_cluster, app_id)) == 2)
+    second_attempt = _attempts(yarn_cluster, app_id)[1]
+    assert second_attempt["containerId"] != attempt["containerId"]
+    killed_at = flinkish_env.polled(first)["queries"]["rate"]["last-committed-batch"]
+
+    again = _wait("the second attempt's driver",
+                  lambda: (j := flinkish_env.polled(first))["state"] == "RUNNING"
+                  and j["restarts"] and j)  # fmt: skip
+    assert again["yarn-application-id"] == app_id
+    assert again["restarts"] == 1, again["exceptions"]
+    (failure,) = again["exceptions"]
+    assert failure["cause"].startswith(
+        f"The driver of YARN application attempt 1 of {app_id} ended"
+    ), failure
+    assert "YARN started attempt 2" in failure["cause"]
+    assert "YARN: attempt 1 FAILED" in failure["cause"], failure  # the ResourceManager's word
+    logs = flinkish_env.run("logs", first, env=env, check=True).stdout  # attempt 2's driver
+    assert "Resuming from the job's checkpoints." in logs, logs[-2000:]
+    listed = flinkish_env.run("list", env=env, check=True).stdout
+    assert f": {first} : " in listed and f"(RUNNING) : {app_id}" in listed, listed
+    batch = flinkish_env.wait_for_batches(first, "rate", killed_at + 2, timeout=300)
+    assert batch > killed_at
+
     taken = flinkish_env.run("savepoint", first, f"file://{tmp_path}/sp", env=env, check=True)
     assert _savepoint_path(taken.stdout).startswith(f"file://{tmp_path}/sp/")
-
     stopped = flinkish_env.run(
         "stop", "--savepointPath", f"{yarn_cluster.fs}/savepoints/yarn", first, env=env,
         check=True,
@@ -182,9 +240,8 @@ def test_savepoint_stop_to_hdfs_and_resume_at_another_parallelism_exactly_once(
     assert savepoint.startswith(f"{yarn_cluster.fs}/savepoints/yarn/")
     ended = flinkish_env.wait_for_state(first, {"FINISHED"}, timeout=120)
     stopped_at = ended["queries"]["rate"]["last-committed-batch"]
-    first_app = ended["yarn-application-id"]
     _wait("the first application's end",
-          lambda: yarn_cluster.rest(f"apps/{first_app}")["app"]["state"] == "FINISHED")  # fmt: skip
+          lambda: yarn_cluster.rest(f"apps/{app_id}")["app"]["state"] == "FINISHED")  # fmt: skip
 
     second = job_id_of(flinkish_env.run("run", "-d", "-s", savepoint, "-p", "2", *job, env=env,
                                         timeout=600, check=True).stdout)  # fmt: skip
@@ -193,9 +250,5 @@ def test_savepoint_stop_to_hdfs_and_resume_at_another_parallelism_exactly_once(
     flinkish_env.wait_for_batches(second, "rate", stopped_at + 2, timeout=300)
     flinkish_env.run("cancel", second, env=env, check=True)
 
-    values = sorted(
-        value
-        for part in output.glob("part-*.parquet")
-        for value in pq.read_table(part).column("value").to_pylist()
-    )
+    values = _committed_values(output)
     assert values == list(range(len(values))) and len(values) > 0, values[:20]

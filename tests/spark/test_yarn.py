@@ -37,3 +37,10 @@ def test_the_container_yarn_is_asked_for() -> None:
     )
     assert yarn.container_mb({"spark.executor.memory": "8g"}, "executor") == 8192 + 819
     assert yarn.container_mb({}, "executor") == 1024 + 384
+
+
+def test_the_attempt_of_a_container() -> None:
+    assert yarn.attempt_of_container("container_1796641210460_0002_01_000001") == 1
+    assert yarn.attempt_of_container("container_e17_1410901177871_0001_02_000005") == 2
+    assert yarn.attempt_of_container(None) is None
+    assert yarn.attempt_of_container("container_x") is None
