@@ -231,7 +231,8 @@ def markdown(results: Results) -> str:
         "The targets are what the measurement is compared with, never asserted by tests. The "
         "same figures are in `benchmarks/results.json`.",
         "",
-        "To run it again: `scripts/bench` (everything, 25 to 40 minutes on two cores, plus "
+        "To run it again: `scripts/bench` (everything: 25 to 40 minutes on two cores without "
+        "section 11, whose 5 million orders take hours there; `BENCH_KAFKA=0` leaves it out; plus "
         "a one-time install of Apache Flink for section 8; it rewrites this file and "
         "`benchmarks/results.json`), `scripts/bench --quick` (a small backlog and short runs; "
         "sections 7, 8, 11 and 12 only with `BENCH_CDS=1` / `BENCH_FLINK=1` / `BENCH_KAFKA=1` / "
