@@ -30,8 +30,11 @@ takes from the broker and a replay from the offset log (sorted), so a replay may
 source's topic-partitions in another order. A partition skipped by its marker would then drop
 records and another one write committed records again. So the sink first hash-partitions each
 batch by its records' content (:func:`by_content`: the key, or the value of a record without
-one) into as many partitions as the batch has: every run of a batch puts each record into the
-same partition, whatever order Spark planned.
+one) into as many partitions as the batch has in its first run, a number the driver records
+before any partition is written (:func:`planned_partitions`): every run of a batch puts each
+record into the same partition, whatever order Spark planned and whatever parallelism a
+replay runs at (a resume with ``-p`` changes the partitions of a script that shuffles); a
+batch with fewer partitions than the one before fences the writers it no longer has.
 
 The records go through the executors' Python workers with confluent-kafka (librdkafka, a
 maintained client with transactions; ``pip install 'flinkish[kafka]'``), so every executor
@@ -133,7 +136,8 @@ class TransactionalSink:
             ensure_marker_topic(self.spec)
             self._marker_ready = True
         marker = batch_marker(int(batch_id), self.offsets(int(batch_id)))
-        rows = by_content(df).rdd
+        count = planned_partitions(self.spec, marker, df.rdd.getNumPartitions())
+        rows = by_content(df, count).rdd
         rows.foreachPartition(partial(write_partition, self.spec, int(batch_id), marker))
         faults.inject("kafka-sink-committed", self.spec.attempt)
 
@@ -169,7 +173,8 @@ class TransactionalBatchWrites:
                 ensure_marker_topic(spec)
                 self._marker_ready = True
             marker = batch_marker(int(batch_id), self.offsets(int(batch_id)))
-            rows = by_content(frame).rdd
+            partitions = planned_partitions(spec, marker, frame.rdd.getNumPartitions())
+            rows = by_content(frame, partitions).rdd
             rows.foreachPartition(partial(write_partition, spec, int(batch_id), marker))
 
         self.slot.write = write
@@ -182,23 +187,103 @@ class TransactionalBatchWrites:
 
 
 def batch_marker(batch_id: int, offsets: str) -> str:
-    """A batch's marker: its id and a digest of its offset log entry. A replay of the batch
-    (the same entry) finds its marker; a batch of the same id planned anew (a job resumed
-    from an older savepoint, other offsets) does not, and is written."""
-    digest = hashlib.sha256(offsets.encode()).hexdigest()[:16]
+    """A batch's marker: its id and a digest of what of its offset log entry makes its
+    records (:func:`~flinkish_cli.savepoints.layout.planned_input`: the sources' offsets,
+    watermark and timestamp; not the SQL settings, which a resume with ``-p`` rewrites). A
+    replay of the batch finds its marker, at any parallelism; a batch of the same id planned
+    anew (a job resumed from an older savepoint, other offsets) does not, and is written."""
+    from flinkish_cli.savepoints.layout import planned_input
+
+    digest = hashlib.sha256(planned_input(offsets).encode()).hexdigest()[:16]
     return f"{batch_id}:{digest}"
 
 
-def by_content(df: Any) -> Any:
-    """The batch ``df`` in partitions decided by each record's content: as many partitions as
-    ``df`` has (the same for every run of a batch: the same offsets), each record in the one
-    its key hashes to (its value when it has no key; with its ``topic`` and ``partition``
-    columns; Spark's Murmur3 hash partitioning, the same in every JVM). All records of a key
-    are in one partition, in their order, as Spark's sink writes them. A batch of one
-    partition or none is its own."""
-    count = df.rdd.getNumPartitions()
+def plan_group(spec: SinkSpec) -> str:
+    """The consumer group whose offset on the marker topic records the sink's batch plans
+    (never a transactional id's: those end in a partition number)."""
+    return f"{spec.prefix}-{spec.query}-plan"
+
+
+def planned_partitions(spec: SinkSpec, marker_text: str, count: int) -> int:
+    """How many partitions (transactions) the batch of ``marker_text`` is written in: the
+    number its first run recorded, else ``count`` (the batch's partitions now), recorded
+    before any of them is written. A replay at another parallelism, whose batch has another
+    number of partitions (a script's shuffle follows ``-p``), is so written in the
+    partitions, transactional ids and markers of its first run. In the driver.
+
+    The plan is the offset ``batch + 1`` of the group :func:`plan_group` on the marker
+    topic, its metadata ``<marker>/<partitions>``; the writers of partitions the previous
+    batch had and this one has not are fenced (a transaction such a writer left open would
+    hold back ``read_committed`` readers until Kafka's transaction timeout)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    batch = int(marker_text.split(":", 1)[0])
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec.producer.get("bootstrap.servers", ""),
+            "group.id": plan_group(spec),
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        where = [TopicPartition(spec.markers, 0)]
+        (plan,) = _retried(lambda: consumer.committed(where, timeout=TIMEOUT_S))
+        recorded, _, partitions = (plan.metadata or "").rpartition("/")
+        if plan.offset == batch + 1 and recorded == marker_text and partitions.isdigit():
+            return int(partitions)
+        before = int(partitions) if partitions.isdigit() else 0
+        offsets = [TopicPartition(spec.markers, 0, batch + 1, metadata=f"{marker_text}/{count}")]
+        _retried(lambda: consumer.commit(offsets=offsets, asynchronous=False))
+    finally:
+        consumer.close()
+    for partition in range(max(count, 1), before):
+        fence(spec, partition)
+    return count
+
+
+def _retried(call: Callable[[], Any]) -> Any:
+    """``call()``, again while Kafka answers with a retriable error (a group coordinator
+    still loading, or moved), for up to :data:`TIMEOUT_S`."""
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    coordinator = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            return call()
+        except KafkaException as error:
+            cause = error.args[0]
+            again = cause.retriable() or cause.code() in coordinator
+            if not again or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def fence(spec: SinkSpec, partition: int) -> None:
+    """End the writer of ``partition`` (its open transaction aborted)."""
+    from confluent_kafka import Producer
+
+    tid = transactional_id(spec.prefix, spec.query, partition)
+    Producer({**spec.producer, "transactional.id": tid}).init_transactions(TIMEOUT_S)
+    log.info("Kafka sink of '%s': writer '%s' fenced (fewer partitions).", spec.query, tid)
+
+
+def by_content(df: Any, count: int | None = None) -> Any:
+    """The batch ``df`` in ``count`` partitions (default: as many as ``df`` has) decided by
+    each record's content: each record in the one its key hashes to (its value when it has
+    no key; with its ``topic`` and ``partition`` columns; Spark's Murmur3 hash partitioning,
+    the same in every JVM). All records of a key are in one partition, in their order, as
+    Spark's sink writes them. A batch of one partition or none asked for is its own."""
+    has = df.rdd.getNumPartitions()
+    count = has if count is None else count
     if count <= 1:
-        return df
+        return df if has <= 1 else df.coalesce(1)
     from pyspark.sql import functions
 
     names = {name.lower(): name for name in df.columns}

@@ -188,6 +188,19 @@ def with_shuffle_partitions(text: str, partitions: int) -> str:
     return "\n".join(lines)
 
 
+def planned_input(text: str) -> str:
+    """What of an offset log file's ``text`` decides its batch's records: the sources'
+    offsets, the watermark and the batch's timestamp, without the SQL settings it ran with
+    (which :func:`with_shuffle_partitions` rewrites for a rescale). The same text for every
+    run of a batch, rewritten or not. :class:`SavepointError` when it is not an offset log
+    file."""
+    parse_offsets(0, text)
+    lines = text.split("\n")
+    metadata = {k: v for k, v in json.loads(lines[1]).items() if k != "conf"}
+    lines[1] = json.dumps(metadata, sort_keys=True, separators=(",", ":"))
+    return "\n".join(line.rstrip() for line in lines).rstrip()
+
+
 def check_commit(text: str, where: str) -> None:
     """A commit log file (``commits/<N>``): a version line and a JSON object."""
     lines = text.splitlines()

@@ -2,12 +2,16 @@
 real broker with Spark's real Kafka connector: an unmodified script with Spark's Kafka sink
 (``writeStream.format("kafka")``) has its driver, its JVM and an executor's Python worker
 killed at each step of a batch's write and commit, and during a savepoint; it resumes from a
-stop with a savepoint; a ``read_committed`` consumer reads each input record's output exactly
-once, and a ``read_uncommitted`` one reads what the killed transactions had written too."""
+stop with a savepoint at another parallelism, takes periodic savepoints, and is upgraded (at
+a third parallelism), with input between each step; a ``read_committed`` consumer reads each
+input record's output exactly once, each key's records in one partition of the sink topic in
+their order, and a ``read_uncommitted`` one reads what the killed transactions had written
+too."""
 
 from __future__ import annotations
 
 import collections
+import json
 import time
 import uuid
 
@@ -16,10 +20,13 @@ import pytest
 from tests.fixtures.cycle import savepoint_path
 from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of
 from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, produce
+from tests.fixtures.upgrade_pipeline import STABLE
 
 pytestmark = pytest.mark.spark
 
 JOB = str(JOBS / "kafka_to_kafka.py")
+#: More than the source's two partitions: each key's records stay in one of them.
+SINK_PARTITIONS = 3
 CONNECTOR = ("-D", "flinkish.connectors=kafka")
 EXACTLY_ONCE = (
     "-D",
@@ -94,12 +101,12 @@ def wait_running(env: FlinkishEnv, job: str, timeout: float = 300) -> None:
         time.sleep(0.5)
 
 
-def test_kafka_sink_exactly_once_through_kills_at_each_step_and_a_savepoint_resume(
+def test_kafka_sink_exactly_once_through_kills_a_rescaled_resume_and_an_upgrade(
     flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
 ) -> None:
     env = flinkish_env
     source = create_topic(kafka_broker, partitions=2, name=replanned_topic())
-    sink = create_topic(kafka_broker)
+    sink = create_topic(kafka_broker, partitions=SINK_PARTITIONS)
     args = (*CONNECTOR, *EXACTLY_ONCE, *RESTARTS, JOB, str(kafka_broker), source, sink)
     produce(kafka_broker, source, orders(0, 30))
     faults = {"FLINKISH_TEST_FAULT": FAULTS}
@@ -118,18 +125,68 @@ def test_kafka_sink_exactly_once_through_kills_at_each_step_and_a_savepoint_resu
         env.run("stop", "--savepointPath", str(stops), job, check=True, timeout=400).stdout
     )
     produce(kafka_broker, source, orders(50, 10))  # while the job is stopped
-    resumed = job_id_of(env.run("run", "-d", "-s", stopped, *args, check=True).stdout)
-    committed = read_until(kafka_broker, sink, expected_values(60))
-    env.run("cancel", resumed, check=True)
+    # resumed with another parallelism than the stopped job's (2), and periodic savepoints
+    periodic = ("-D", "flinkish.savepoint.periodic.interval=3 s")
+    resumed = job_id_of(
+        env.run("run", "-d", "-s", stopped, "-p", "3", *periodic, *args, check=True).stdout
+    )
+    read_until(kafka_broker, sink, expected_values(60))
+    wait_running(env, resumed)
+    assert parallelism(env, resumed) == 3
+    produce(kafka_broker, source, orders(60, 10))
+    read_until(kafka_broker, sink, expected_values(70))
+    wait_periodic_savepoint(env, resumed)
+    produce(kafka_broker, source, orders(70, 10))
+    read_until(kafka_broker, sink, expected_values(80))
+
+    # upgraded (the same program, at parallelism 1): stopped with a savepoint, started from it
+    readiness = ("-D", "flinkish.upgrade.readiness.timeout=4 min")
+    upgrade = ("upgrade", "-p", "1", *readiness, *args[:-4], resumed, *args[-4:])
+    upgraded = env.run(*upgrade, check=True, timeout=600)
+    stable = STABLE.search(upgraded.stdout)
+    assert stable and stable["old"] == resumed, upgraded.stdout
+    final = stable["new"]
+    produce(kafka_broker, source, orders(80, 10))
+    committed = read_until(kafka_broker, sink, expected_values(90))
+    assert parallelism(env, final) == 1
+    env.run("cancel", final, check=True)
 
     seen = collections.Counter(value for *_, value in committed)
-    assert set(seen) == expected_values(60)
+    assert set(seen) == expected_values(90)
     assert set(seen.values()) == {1}, {v: n for v, n in seen.items() if n > 1}
+    # each key's records in one of the sink's partitions, in the order they came in
+    by_key: dict[str, list[tuple[int, int, int]]] = collections.defaultdict(list)
+    for partition, offset, key, value in committed:
+        by_key[key].append((partition, offset, int(value.split("-")[1])))
+    assert set(by_key) == {f"k{i}" for i in range(7)}
+    for key, records in by_key.items():
+        assert len({p for p, *_ in records}) == 1, (key, records)
+        assert {p for p, *_ in records} <= set(range(SINK_PARTITIONS))
+        numbers = [n for *_, n in sorted(records)]
+        assert numbers == sorted(numbers), (key, numbers)
     # A read_uncommitted reader also reads the records of the aborted transactions.
-    uncommitted = consume_all(kafka_broker, sink, 61, timeout=15, isolation="read_uncommitted")
+    uncommitted = consume_all(kafka_broker, sink, 91, timeout=15, isolation="read_uncommitted")
     twice = collections.Counter(value for *_, value in uncommitted)
     assert max(twice.values()) > 1, "the killed transaction's record is in the log"
-    assert set(twice) == expected_values(60)
+    assert set(twice) == expected_values(90)
+
+
+def parallelism(env: FlinkishEnv, job: str) -> int:
+    """The parallelism the job's status in the registry records."""
+    status = env.checkpoints / job / "_flinkish" / "status.json"
+    return int(json.loads(status.read_text())["parallelism"])
+
+
+def wait_periodic_savepoint(env: FlinkishEnv, job: str, timeout: float = 300) -> None:
+    """Until the job's savepoint history holds a completed periodic savepoint."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = env.run("savepoint", "list", job, "--output", "json", check=True).stdout
+        records = json.loads(listed)["savepoints"]
+        if any(r["trigger"] == "PERIODIC" and r["state"] == "COMPLETED" for r in records):
+            return
+        assert time.monotonic() < deadline, records
+        time.sleep(1)
 
 
 @pytest.mark.parametrize(

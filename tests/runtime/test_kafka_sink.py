@@ -14,6 +14,7 @@ from flinkish_cli.runtime.kafka_sink import (
     spec_for,
     transactional_id,
 )
+from flinkish_cli.savepoints.layout import with_shuffle_partitions
 
 
 def test_the_producer_gets_the_sinks_kafka_options_and_spark_keeps_its_own() -> None:
@@ -35,6 +36,11 @@ def test_a_batch_marker_names_the_batch_and_its_offsets() -> None:
     assert batch_marker(4, entry) == batch_marker(4, entry)  # a replay finds it
     assert batch_marker(4, entry).startswith("4:")
     assert batch_marker(4, entry.replace("28", "30")) != batch_marker(4, entry)  # planned anew
+    # a resume with -p rewrites the entry's SQL settings: the replay finds its marker
+    settings = 'v1\n{"batchTimestampMs":1,"conf":{"spark.sql.shuffle.partitions":"2"}}\n{"o":3}'
+    rescaled = with_shuffle_partitions(settings, 5)
+    assert rescaled != settings and batch_marker(4, rescaled) == batch_marker(4, settings)
+    assert batch_marker(4, settings.replace('Ms":1', 'Ms":2')) != batch_marker(4, settings)
 
 
 def test_rows_of_sparks_kafka_sink_shape() -> None:
