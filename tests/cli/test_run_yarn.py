@@ -97,8 +97,14 @@ def test_a_yarn_application_runs_is_listed_logs_and_cancels(
 
     cancelled = flinkish_env.run("cancel", job_id, env=env, check=True)
     assert f"Cancelled job {job_id}." in cancelled.stdout
-    assert yarn_cluster.rest(f"apps/{app_id}")["app"]["state"] == "KILLED"
-    assert flinkish_env.job(job_id)["state"] == "CANCELED"
+    # the application ends: KILLED by the ResourceManager, or FINISHED when the cancelled
+    # driver's ApplicationMaster ended it before the kill arrived (flinkish_cli/spark/yarn.py)
+    ended = ("KILLED", "FINISHED")
+    _wait(
+        "the application's end",
+        lambda: yarn_cluster.rest(f"apps/{app_id}")["app"]["state"] in ended,
+    )
+    assert flinkish_env.wait_for_state(job_id, {"CANCELED"}, timeout=60)["state"] == "CANCELED"
     _wait("the containers' end", lambda: not _container_pids(yarn_cluster), timeout=120)
 
 
