@@ -203,9 +203,14 @@ def _run(
 ) -> str:
     """Run one variant to its end; its driver's log."""
     if variant == "plain":
-        conf = {**tuned[0], **s3a_by_hand(s3), "spark.jars": ",".join(jars)}
+        conf = {**tuned[0], "spark.jars": ",".join(jars)}
         log_path = run_dir / "spark.log"
+        # the S3A keys in a properties file, as a user keeps them off the command line
+        secrets = run_dir / "s3a.properties"
+        secrets.write_text("".join(f"{k} {v}\n" for k, v in s3a_by_hand(s3).items()))
+        secrets.chmod(0o600)
         argv = spark_submit_argv(SCRIPT, args, conf, tuned[1])
+        argv[1:1] = ["--properties-file", str(secrets)]
         run_timed(argv, clean_env(), run_dir, timeout=1800, log_path=log_path).check()
         return read_text(log_path)
     flags: list[str] = []
