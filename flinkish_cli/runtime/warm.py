@@ -29,7 +29,7 @@
    supervisor does. Its first driver attempt hands the spare client the run directory
    (:func:`hand_client`, when the job's client command is the spare's); the client
    (:func:`client_wait`) points its input and output as the supervisor did, applies the
-   job's ``spec.env`` and runs :func:`~flinkish_cli.runtime.driver.main_connect` on it.
+   job's ``spec.env`` and runs :func:`~flinkish_cli.runtime.driver.driver.main_connect` on it.
    Later attempts (restarts) start cold clients, as for any job; a spare client the job
    cannot use is killed.
 
@@ -76,22 +76,22 @@ SUPERVISOR_IMPORTS = (
     "flinkish_cli.registry.status",
     "flinkish_cli.registry.control",
     "flinkish_cli.registry.logroll",
-    "flinkish_cli.runtime.driver",
+    "flinkish_cli.runtime.driver.driver",
     "flinkish_cli.runtime.restart",
     "flinkish_cli.storage",
 )
 #: What a spare client imports ahead of a job: pyspark's Connect client and flinkish's
-#: runtime (what :func:`~flinkish_cli.runtime.driver.main_connect` imports).
+#: runtime (what :func:`~flinkish_cli.runtime.driver.driver.main_connect` imports).
 CLIENT_IMPORTS = (
     "pandas",
     "pyarrow",
     "pyspark.sql.connect.session",
     "flinkish_cli.config",
     "flinkish_cli.registry.store",
-    "flinkish_cli.runtime.session",
-    "flinkish_cli.runtime.job",
-    "flinkish_cli.runtime.hooks",
-    "flinkish_cli.runtime.attempts",
+    "flinkish_cli.runtime.flavours.session",
+    "flinkish_cli.runtime.driver.job",
+    "flinkish_cli.runtime.queries.hooks",
+    "flinkish_cli.runtime.driver.attempts",
 )
 
 

@@ -20,7 +20,7 @@ from flinkish_cli.plan.rundir import SupervisorSpec
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import warm
-from flinkish_cli.runtime.supervisor import Supervisor
+from flinkish_cli.runtime.supervisor.supervisor import Supervisor
 
 JOB = "cd" * 16
 REPO = Path(__file__).resolve().parents[2]
