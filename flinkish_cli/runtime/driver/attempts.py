@@ -3,8 +3,9 @@
 :class:`Attempts` runs the program once per attempt (:meth:`Attempts.run`), as
 ``spark-submit`` would, until its queries end; keeps which failure ended an attempt (the
 program's, a query's, a checkpoint rule's or the health check's) and which query it came
-from; records each failure for the restart strategy (:func:`~.restart.record_failure`) and
-clears what a failed attempt left before the next. The driver (:mod:`.driver`) loops over
+from; records each failure for the restart strategy
+(:func:`~flinkish_cli.runtime.restart.record_failure`) and clears what a failed attempt left
+before the next. The driver (:mod:`.driver`) loops over
 attempts; the job's state machine (:mod:`.job`) ends it.
 """
 
@@ -143,8 +144,9 @@ class Attempts:
             time.sleep(0.2)
 
     def record_failure(self, config: Any, error: BaseException, program: str | None) -> Decision:
-        """Record the failed attempt and decide (:func:`~.restart.record_failure`); a restart
-        is written to the registry at once."""
+        """Record the failed attempt and decide
+        (:func:`~flinkish_cli.runtime.restart.record_failure`); a restart is written to the
+        registry at once."""
         cause = short_cause(error, program)
         with self.keeper.lock:
             decision = record_failure(

@@ -2,8 +2,8 @@
 records them in the registry (:mod:`flinkish_cli.registry.jvm`, ``_flinkish/jvm.json``), where
 ``flinkish web`` reads them for ``/metrics`` under Flink's JobManager and TaskManager names.
 
-Who and how, per flavour of Spark (:mod:`.flavour`), on a thread of its own so that a slow
-measurement never delays a heartbeat:
+Who and how, per flavour of Spark (:mod:`~flinkish_cli.runtime.flavours.flavour`), on a
+thread of its own so that a slow measurement never delays a heartbeat:
 
 - ``classic`` (the driver owns Spark's JVM): the driver's JVM through py4j and Java's
   management beans, as Flink's reporter reads its own (heap and non-heap memory, each garbage

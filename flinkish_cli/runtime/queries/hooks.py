@@ -1,7 +1,8 @@
 """The patches on pyspark that make an unmodified script a flinkish job.
 
-One documented patch point per pyspark class, for each :class:`~.flavour.Flavour` (classic
-and Spark Connect classes alike), tested against the pinned pyspark version:
+One documented patch point per pyspark class, for each
+:class:`~flinkish_cli.runtime.flavours.flavour.Flavour` (classic and Spark Connect classes
+alike), tested against the pinned pyspark version:
 
 ``DataStreamWriter``
     ``option``/``options``/``queryName``/``outputMode``/``trigger``/``format``/``foreach``/

@@ -8,8 +8,9 @@ With ``job.autoscaler.enabled``, :class:`Autoscaler` runs on a thread of the job
 (:func:`~flinkish_cli.autoscaler.decide.decide`) and records it in the job's rescale
 history (:mod:`flinkish_cli.registry.rescales`): every evaluation as the latest, every
 decision that changes the parallelism as a record. With ``job.autoscaler.scaling.enabled``
-(the default) such a decision is applied as an in-place rescale (:meth:`.job.JobRuntime.
-request_rescale`, on the control worker, so never beside a savepoint); without it, or when
+(the default) such a decision is applied as an in-place rescale
+(:meth:`~flinkish_cli.runtime.driver.job.JobRuntime.request_rescale`, on the control worker,
+so never beside a savepoint); without it, or when
 the job cannot be rescaled in place (YARN, Kubernetes), the record says
 NOT_APPLIED with the reason. Nothing is evaluated while a rescale is under way, nor while
 the job is not RUNNING. The measured windows start with this driver (a rescale's new
