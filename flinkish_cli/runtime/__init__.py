@@ -20,13 +20,15 @@ below it, imports inside functions included: the ``runtime`` contract in pyproje
 
   - :mod:`.status_keeper`  the job's status, its lock and the heartbeat that writes it.
   - :mod:`.restart`        Flink's restart strategies, and the one record of a failure.
-  - :mod:`.warm`           warm runners: a session-cluster job's supervisor and client
-                           started before the job exists, and the server's pool of them.
+  - :mod:`.warm`           the warm runners' protocol, and the spares' side of it: a
+                           session-cluster job's supervisor and client started before the
+                           job exists.
   - :mod:`.faults`         named points where tests kill the job's own processes.
 
 - ``entry/``  the files Spark runs by path (no package): the driver's, the Connect client's,
   the Python daemon and its forked workers, the class-data sharing workload.
 
 The dry runs the CLI starts (``flinkish info``, a restore's state check) are
-:mod:`flinkish_cli.planning`'s.
+:mod:`flinkish_cli.planning`'s; the server's pool of spares is
+:mod:`flinkish_cli.submission.warm_runner`.
 """

@@ -75,9 +75,9 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.spark.failures import headline
 
 if TYPE_CHECKING:
-    from flinkish_cli.runtime.warm import WarmRunner
     from flinkish_cli.submission.launcher import Launched
     from flinkish_cli.submission.submit import RunRequest
+    from flinkish_cli.submission.warm_runner import WarmRunner
 
 #: How often the upgrade looks at the new job while it waits for stability.
 POLL_SECONDS = 0.5
