@@ -23,7 +23,8 @@ from flinkish_cli.runtime.driver.program import forget_job_modules, run_program
 from flinkish_cli.runtime.flavours.flavour import Flavour
 from flinkish_cli.runtime.queries import hooks
 from flinkish_cli.runtime.queries.checkpoint_rules import BatchWatcher
-from flinkish_cli.runtime.queries.queries import JobQueries, is_active, stop_between_batches
+from flinkish_cli.runtime.queries.queries import JobQueries
+from flinkish_cli.runtime.queries.stopping import is_active, stop_between_batches
 from flinkish_cli.runtime.restart import Decision, record_failure
 from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import short_cause

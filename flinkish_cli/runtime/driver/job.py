@@ -75,9 +75,10 @@ from flinkish_cli.runtime.queries.checkpoint_rules import (
 )
 from flinkish_cli.runtime.queries.footprints import FootprintWatch
 from flinkish_cli.runtime.queries.periodic import PeriodicSavepoints, SavepointPolicy
-from flinkish_cli.runtime.queries.queries import JobQueries, stop_between_batches
+from flinkish_cli.runtime.queries.queries import JobQueries
 from flinkish_cli.runtime.queries.restoring import JobRestorer
 from flinkish_cli.runtime.queries.snapshots import Snapshots
+from flinkish_cli.runtime.queries.stopping import stop_between_batches
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST, history_size
 from flinkish_cli.runtime.scaling.autoscaling import Autoscaler
 from flinkish_cli.runtime.scaling.rescaling import RescaleWatch

@@ -1,6 +1,7 @@
 """A job's streaming queries inside its driver.
 
 - :mod:`.queries`           the queries as the hooks start them and the listener reports them.
+- :mod:`.stopping`          a query stopped between two micro-batches; what its handle says.
 - :mod:`.hooks`             patches ``DataStreamWriter`` so every query gets its stable
                             checkpoint and trigger, and defers starts until all are validated.
 - :mod:`.identity`          a query's stable name, validated.

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from flinkish_cli.runtime.queries.queries import last_batch_id, stop_between_batches
+from flinkish_cli.runtime.queries.stopping import last_batch_id, stop_between_batches
 
 
 class LaggingQuery:
