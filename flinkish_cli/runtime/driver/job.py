@@ -1,24 +1,25 @@
 """The life of a job inside its driver: its state machine, from start to end.
 
 :class:`JobRuntime` decides what state the job is in and how it ends. It composes the parts
-that do the work, each in a module of its own:
+that do the work, each in a module of its own (``runtime.`` below is
+:mod:`flinkish_cli.runtime`):
 
-- :class:`~.status_keeper.StatusKeeper`: the job's status, its lock and the heartbeat thread
-  that writes it (``heartbeat.interval``, and after each completed micro-batch);
-- :class:`~.queries.JobQueries`: the queries, as the hooks start them and Spark's listener
-  reports them;
+- ``runtime.status_keeper.StatusKeeper``: the job's status, its lock and the heartbeat
+  thread that writes it (``heartbeat.interval``, and after each completed micro-batch);
+- ``runtime.queries.queries.JobQueries``: the queries, as the hooks start them and Spark's
+  listener reports them;
 - :class:`~.control_server.ControlServer`: the control requests any shell writes (cancel,
   stop, savepoint, checkpoint), read by a watcher thread that also applies the checkpoint
   rules, so that nothing it waits for can delay a heartbeat;
-- :class:`~.snapshots.Snapshots`: savepoints and checkpoints (and
-  :class:`~.periodic.PeriodicSavepoints`, on a thread of its own when configured);
+- ``runtime.queries.snapshots.Snapshots``: savepoints and checkpoints (and
+  ``runtime.queries.periodic.PeriodicSavepoints``, on a thread of its own when configured);
 - :class:`~.attempts.Attempts`: the program's attempts and what their failures were;
-- :class:`~.footprints.FootprintWatch`: what each query's checkpoint takes on storage, on a
-  thread of its own (``flinkish.checkpoint.size.interval``);
+- ``runtime.queries.footprints.FootprintWatch``: what each query's checkpoint takes on
+  storage, on a thread of its own (``flinkish.checkpoint.size.interval``);
 - :class:`~.process_metrics.ProcessMetricsWatch`: the JVMs the job runs on and their task
   slots, for ``/metrics``, on a thread of its own (``flinkish.metrics.jvm.interval``);
-- :class:`~.graphs.GraphRecorder`: each query's graph, recorded by the watcher thread when
-  the query starts a new run.
+- ``runtime.explain.graphs.GraphRecorder``: each query's graph, recorded by the watcher
+  thread when the query starts a new run.
 
 The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the driver
 (:mod:`.driver`) decides about restarts. End states, as Flink's:
@@ -28,18 +29,19 @@ The user's script runs on the main thread (:meth:`.attempts.Attempts.run`); the 
 - CANCELED: cancelled (``flinkish cancel``, Ctrl-C or SIGTERM of an attached run).
 - FAILED: the script raised, or a query terminated with an exception.
 
-One more way a driver ends, that is no end of the job: an in-place rescale (the
-autoscaler's, :mod:`.autoscaling`). :meth:`JobRuntime.rescale` stops the queries between
-micro-batches with a savepoint, hands the rescale to the supervisor
+One more way a driver ends, that is no end of the job: an in-place rescale (a control
+request's or the autoscaler's, ``runtime.scaling.autoscaling``), whose methods
+:class:`JobRuntime` takes from ``runtime.scaling.in_place.InPlaceRescales``: the queries
+stop between micro-batches with a savepoint, the rescale goes to the supervisor
 (:mod:`flinkish_cli.registry.rescale_marker`) and the driver exits RESTARTING with
-:data:`~.restart.EXIT_RESCALE`; the supervisor starts the next driver at the new
+``runtime.restart.EXIT_RESCALE``; the supervisor starts the next driver at the new
 parallelism under the same JobID.
 
 Two places end the process at once (``os._exit``): the heartbeat when Spark's JVM is gone
-(:data:`~.restart.EXIT_JVM_LOST`, for the supervisor to start a new driver), and a cancelled
-job whose script does not return within :data:`CANCEL_GRACE` (a wait it begins after the
-queries stopped ends it at once: :class:`~.hooks.ProgramEnded`; a script that never waits
-again gets the grace; one that had not reached its first wait, no grace).
+(``runtime.restart.EXIT_JVM_LOST``, for the supervisor to start a new driver), and a
+cancelled job whose script does not return within :data:`CANCEL_GRACE` (a wait it begins
+after the queries stopped ends it at once: ``runtime.queries.hooks.ProgramEnded``; a script
+that never waits again gets the grace; one that had not reached its first wait, no grace).
 """
 
 from __future__ import annotations
@@ -57,8 +59,6 @@ from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.control import ControlChannel, poll_interval
 from flinkish_cli.registry.history import SavepointHistory, Trigger
-from flinkish_cli.registry.rescale_marker import RescaleMarker
-from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.driver.attempts import Attempts, CheckpointsFailed, NoCheckpointProgress
@@ -81,6 +81,7 @@ from flinkish_cli.runtime.queries.snapshots import Snapshots
 from flinkish_cli.runtime.queries.stopping import stop_between_batches
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST, history_size
 from flinkish_cli.runtime.scaling.autoscaling import Autoscaler
+from flinkish_cli.runtime.scaling.in_place import InPlaceRescales
 from flinkish_cli.runtime.scaling.rescaling import RescaleWatch
 from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import short_cause
@@ -118,7 +119,7 @@ class RuntimeSettings:
         )
 
 
-class JobRuntime:
+class JobRuntime(InPlaceRescales):
     """One job, inside its driver: its plan, its registry, its Spark flavour, the storage
     settings its checkpoints need (None: the registry's) and its :class:`RuntimeSettings`."""
 
@@ -271,7 +272,7 @@ class JobRuntime:
 
     def _watch(self) -> None:
         """Control requests at the storage's poll interval; the running batches, the graphs
-        and a rescale under way every :data:`~.checkpoint_rules.WATCH_SECONDS`."""
+        and a rescale under way every :data:`WATCH_SECONDS`."""
         watched = 0.0
         while not self._done.wait(poll_interval(self.registry.storage)):
             try:
@@ -377,112 +378,6 @@ class JobRuntime:
                 "latest checkpoint (its driver restarts)",
                 "Fix the savepoint target, then stop it again.",
             ) from error
-
-    def rescale_refusal(self, parallelism: int) -> str | None:
-        """Why this job cannot be rescaled in place to ``parallelism`` now; None when it can.
-
-        A job whose driver owns its Spark (``spark-submit``: local Spark, a standalone cluster)
-        and a session cluster's job (Spark Connect: its client repartitions the state with a
-        local Spark, :mod:`.offline_repartition`) are rescaled in place; on YARN and
-        Kubernetes the cluster manager, not flinkish, starts the driver."""
-        from flinkish_cli.registry.rescale_marker import read_marker
-
-        if not self.plan.master.startswith(("local", "spark://", "sc://")):
-            return (
-                "in-place rescales run on local Spark, standalone clusters and session "
-                f"clusters, not on {self.plan.master}"
-            )
-        if parallelism == self.plan.parallelism:
-            return f"it already runs at parallelism {parallelism}"
-        if read_marker(self.registry, self.plan.job_id) is not None:
-            return "a rescale is under way"
-        return None
-
-    def request_rescale(
-        self, parallelism: int, reason: str, record: RescaleRecord | None = None
-    ) -> str | None:
-        """Rescale the job in place to ``parallelism`` (a control request, or the
-        autoscaler's decision, ``record``): the savepoint's path (None when it failed and
-        the job restarts as it was); :class:`JobError` when it cannot."""
-        self._require_live("rescale")
-        refusal = self.rescale_refusal(parallelism)
-        if refusal is not None:
-            raise JobError(f"Cannot rescale job {self.plan.job_id}: {refusal}.")
-        history = RescaleHistory.read(self.registry, self.plan.job_id)
-        if record is None or history.find(record.id) is None:
-            direction = "up" if parallelism > self.plan.parallelism else "down"
-            record = record or RescaleRecord.new(
-                time.time(), self.plan.parallelism, parallelism, direction, reason, {}, True
-            )
-            history.append(record)
-        history.update_outcome(record.id, Outcome.IN_PROGRESS, None)
-        history.write(self.registry, self.plan.job_id)
-        stopping = int(time.time() * 1000)  # the restart starts: the queries stop next
-        marker = RescaleMarker(
-            record.id, self.plan.parallelism, parallelism, "", time=stopping, reason=reason
-        )
-        directory = self.policy.directory if self.policy else self.plan.job_dir + "/savepoints"
-        path = self.rescale(marker, directory)
-        if path is None:
-            self._rescale_ended(marker, Outcome.FAILED.value)
-        return path
-
-    def _apply_rescale(self, record: RescaleRecord) -> None:
-        """The autoscaler's decision, on the control worker."""
-        try:
-            self.request_rescale(record.to_parallelism, record.reason, record)
-        except Exception as error:
-            log.warning("The autoscaler's rescale did not start: %s", error)
-            history = RescaleHistory.read(self.registry, self.plan.job_id)
-            if history.update_outcome(record.id, Outcome.FAILED, time.time()):
-                history.write(self.registry, self.plan.job_id)
-            if self.autoscaler is not None:
-                self.autoscaler.not_applied()
-
-    def rescale(self, marker: RescaleMarker, target_dir: str) -> str | None:
-        """Stop the job for an in-place rescale: its queries between micro-batches, then a
-        savepoint into ``target_dir``, then the rescale handed to the supervisor; the
-        savepoint's path. Without a savepoint (it failed) the driver still ends RESTARTING:
-        the supervisor starts the next driver at the same parallelism, from the job's own
-        checkpoints, and nothing is rescaled (None)."""
-        from dataclasses import replace
-
-        from flinkish_cli.registry.rescale_marker import write_marker
-
-        try:
-            path = self.stop_with_savepoint(
-                target_dir, False, JobState.RESTARTING, False, Trigger.RESCALE
-            )
-        except JobError:
-            raise  # not running, or already ending: nothing was stopped
-        except Exception as error:
-            with self.keeper.lock:
-                self._ending = JobState.RESTARTING
-                self._ending_cause = f"The rescale's savepoint failed: {error}."
-            log.error("The rescale's savepoint failed (%s): restarting as it was.", error)
-            return None
-        write_marker(self.registry, self.plan.job_id, replace(marker, savepoint=path))
-        with self.keeper.lock:
-            self._ending_cause = (
-                f"Rescaling from parallelism {marker.from_} to {marker.to}: {marker.reason}"
-            )
-        log.info("Rescaling from parallelism %s to %s.", marker.from_, marker.to)
-        return path
-
-    def _rescale_ended(self, marker: RescaleMarker, outcome: str) -> None:
-        """Record how a rescale ended in the job's rescale history; a completed one with
-        its restart measured, from the marker's time (the old driver began stopping) to now
-        (every query has a batch at the new parallelism behind it)."""
-        history = RescaleHistory.read(self.registry, self.plan.job_id)
-        now = time.time()
-        if history.update_outcome(marker.id, Outcome(outcome), now):
-            history.record_restart(marker.id, marker.time / 1000, now)
-            history.write(self.registry, self.plan.job_id)
-
-    def abandon_rescale(self, cause: str) -> None:
-        """The rescale this driver runs for did not become stable: end the driver
-        RESTARTING, and its supervisor rolls the rescale back."""
-        self.request_end(JobState.RESTARTING, cause, graceful=True)
 
     def request_end(self, state: JobState, cause: str, graceful: bool) -> bool:
         """Ask the job to end in ``state``; its queries stop in the background."""
