@@ -56,18 +56,15 @@ from flinkish_cli.plan.rundir import (
 )
 from flinkish_cli.registry import status_writer
 from flinkish_cli.runtime import warm
-from flinkish_cli.runtime.restart import EXIT_JVM_LOST, EXIT_RESCALE
+from flinkish_cli.runtime.restart import EXIT_RESCALE
+from flinkish_cli.runtime.supervisor.exits import DriverExit
+from flinkish_cli.runtime.supervisor.replan import replan
+from flinkish_cli.runtime.supervisor.waits import POLL, StoreWatch, YarnWatch
 
 log = logging.getLogger("flinkish.supervisor")
 
 #: How long a (re)started driver has to report before it counts as failed to start.
 START_TIMEOUT = 300.0
-POLL = 0.5
-#: A registry read that took longer than this (s) was an outage of its store: the driver's
-#: heartbeat, written to the same store, gets a full timeout from the answer.
-SLOW_REGISTRY = 5.0
-#: How often a supervisor asks the ResourceManager whether a silent driver's application runs.
-YARN_POLL = 5.0
 
 
 @contextlib.contextmanager
@@ -77,45 +74,6 @@ def _unless_unwritable() -> Iterator[None]:
         yield
     except Exception as error:
         log.warning("Could not write the job's status: %s", error)
-
-
-@dataclass
-class DriverExit:
-    """How a driver process ended."""
-
-    returncode: int
-    reported: bool  # the driver wrote the job's status (it started)
-    hung: bool = False  # killed by the supervisor: no heartbeat for heartbeat.timeout
-    client: bool = False  # a session cluster job's client process (Python only)
-
-    def cause(self) -> str:
-        code = self.returncode
-        if self.hung:
-            return "The job's driver stopped sending heartbeats and was killed by its supervisor."
-        if self.client:
-            if code < 0:
-                return (
-                    f"The job's client process was killed by signal {-code} "
-                    f"({_signal_name(-code)})."
-                )
-            return f"The job's client process exited with status {code} without an end."
-        if code < 0:
-            return f"Spark's JVM exited with signal {-code} ({_signal_name(-code)})."
-        if code == EXIT_JVM_LOST:
-            return "Spark's JVM exited while the job ran."
-        if code > 128:
-            return (
-                f"The job's Python driver was killed by signal {code - 128} "
-                f"({_signal_name(code - 128)}); Spark's JVM exited with status {code}."
-            )
-        return f"The job's driver exited with status {code} without recording an end."
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 @dataclass
@@ -134,13 +92,13 @@ class Supervisor:
     _cli_gone: bool = field(default=False, repr=False)
     #: the job's temporary directory (made by :meth:`run`; None where none could be made)
     tmp_dir: Path | None = field(default=None, repr=False)
-    #: the job's status as the registry last gave it, and whether its store answers now
-    _last_status: Any = field(default=None, repr=False)
-    _registry_down: bool = field(default=False, repr=False)
-    #: when the registry last answered again after an outage (heartbeats count from then)
-    _registry_back: float = field(default=0.0, repr=False)
-    _yarn_asked: float = field(default=-YARN_POLL, repr=False)
-    _yarn_live: bool = field(default=False, repr=False)
+    #: the registry's store through its outages, and YARN's next attempt of a silent driver
+    store: StoreWatch = field(init=False, repr=False)
+    yarn: YarnWatch = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.store = StoreWatch(self.registry, self.spec.job_id)
+        self.yarn = YarnWatch(yarn_restarts=not self.spec.restarts_here)
 
     # -- set-up ----------------------------------------------------------------------------
     @classmethod
@@ -162,39 +120,9 @@ class Supervisor:
 
     # -- the registry ----------------------------------------------------------------------
     def _find(self, wait: bool = True) -> Any:
-        """The job's status in the registry (None when it has none). While the registry's
-        store does not answer (an S3 endpoint or a NameNode down), the supervisor outlives the
-        outage, as its driver does: said once, then, with ``wait``, asked again until it
-        answers (or the supervisor is told to stop), else the status it last read."""
-        from flinkish_cli.errors import StorageError
-
-        while True:
-            began = time.monotonic()
-            try:
-                status = self.registry.find(self.spec.job_id)
-            except StorageError as error:
-                if not self._registry_down:
-                    self._registry_down = True
-                    log.warning("The job registry does not answer (%s); waiting for it.", error)
-                if not wait or self.stopping:
-                    return self._last_status
-                time.sleep(POLL)
-                continue
-            if self._registry_down:
-                self._registry_down = False
-                self._registry_back = time.time()
-                log.info("The job registry answers again.")
-            elif (took := time.monotonic() - began) > SLOW_REGISTRY:
-                # a store that stopped answering and then answered (an S3 endpoint that did
-                # not respond for a while): the driver's heartbeats waited as this read did
-                self._registry_back = time.time()
-                log.warning(
-                    "The job registry took %.0f s to answer; the driver's heartbeat is "
-                    "counted from its answer.",
-                    took,
-                )
-            self._last_status = status
-            return status
+        """The job's status in the registry (None when it has none), through an outage of its
+        store (:meth:`StoreWatch.find`; with ``wait``, until it answers or we are stopping)."""
+        return self.store.find(wait, lambda: self.stopping)
 
     def _get(self) -> Any:
         """:meth:`_find`, for a job that has a status (the registry's error when it has none)."""
@@ -271,12 +199,14 @@ class Supervisor:
                 reported = True
             # no heartbeat can be read (or written) while the registry is down: not a hang
             if status is not None and reported and not status.state.is_terminal:
-                if self._registry_down:
+                if self.store.down:
                     continue
                 # a driver that could not write its heartbeat during an outage gets a full
                 # heartbeat timeout from the registry's return
-                silent = time.time() - max(status.heartbeat, self._registry_back)
-                if silent > status.heartbeat_timeout and self._yarn_attempt_coming(status):
+                silent = time.time() - max(status.heartbeat, self.store.back)
+                # a silent yarn-application driver whose application YARN still runs: YARN's
+                # next attempt comes (YarnWatch.attempt_coming)
+                if silent > status.heartbeat_timeout and self.yarn.attempt_coming(status):
                     continue
                 if silent > status.heartbeat_timeout:
                     log.error("No heartbeat for %.0f s: killing the driver.", silent)
@@ -351,29 +281,6 @@ class Supervisor:
         except (OSError, subprocess.TimeoutExpired) as error:
             log.warning("Could not stop the queries of session %s: %s", session, error)
 
-    def _yarn_attempt_coming(self, status: Any) -> bool:
-        """A silent yarn-application driver whose application YARN still runs: its
-        ApplicationMaster died and YARN starts the next attempt (``yarn.application-attempts``),
-        whose driver writes the status again. YARN, not a heartbeat, judges that driver's
-        life; the ResourceManager is asked every few seconds."""
-        from flinkish_cli.spark import yarn
-
-        if self.spec.restarts_here or not status.yarn_application:
-            return False
-        now = time.monotonic()
-        if now - self._yarn_asked < YARN_POLL:
-            return self._yarn_live
-        self._yarn_asked = now
-        live = yarn.is_live(status.yarn_application)
-        if live and not self._yarn_live:
-            log.warning(
-                "No heartbeat from the driver, and YARN still runs %s: waiting for its next "
-                "attempt.",
-                status.yarn_application,
-            )
-        self._yarn_live = live
-        return live
-
     def _kill_driver(self) -> None:
         if self.process is None:
             return
@@ -424,7 +331,9 @@ class Supervisor:
             write_marker(self.registry, self.spec.job_id, following)
             status = self.registry.get(self.spec.job_id)
             status_writer.record_rescaling(self.registry, status, os.getpid())
-        self._replan(following.running_at, marker.savepoint, marker.id)
+        self.properties = replan(
+            self.properties, self.spec.argv, following.running_at, marker.savepoint, marker.id
+        )
         if following.stage == "ROLLING_BACK":
             log.warning(
                 "The rescale to parallelism %s did not become stable (%s): rolling back to %s.",
@@ -435,39 +344,6 @@ class Supervisor:
         else:
             log.info("Rescaling the job to parallelism %s.", marker.to)
         return True
-
-    def _replan(self, parallelism: int, savepoint: str, rescale: str) -> None:
-        """The next drivers run at ``parallelism``, their queries' state repartitioned in
-        place (from ``savepoint`` where needed): the plan, Spark's partitions and a local
-        master's threads, as ``run -p`` sets them, and on a standalone cluster the cores the
-        job's executors take (``spark.cores.max``, by the rule ``run -p`` follows:
-        :func:`~flinkish_cli.config.mappings.standalone_cores`)."""
-        from flinkish_cli.config import Configuration
-        from flinkish_cli.config.mappings import CORES_MAX, local_master, standalone_cores
-        from flinkish_cli.config.mappings import parallelism as partitions
-        from flinkish_cli.plan.job import PLAN_CONF_KEY, JobPlan, RestorePlan
-
-        values = parse_properties(self.properties)
-        plan = JobPlan.decode(values[PLAN_CONF_KEY])
-        plan.parallelism = parallelism
-        plan.flink_conf["parallelism.default"] = str(parallelism)
-        plan.restore = RestorePlan(source=savepoint, rescale=rescale)
-        text = replace_property(self.properties, PLAN_CONF_KEY, plan.encode())
-        config = Configuration.from_flat(plan.flink_conf)
-        for key, value in partitions(parallelism, config).items():
-            if key in values:
-                text = replace_property(text, key, value)
-        argv = self.spec.argv
-        for index, word in enumerate(argv[:-1]):
-            if word == "--master" and argv[index + 1].startswith("local["):
-                argv[index + 1] = local_master(config)
-            if word == "--master" and argv[index + 1].startswith("spark://"):
-                cores = standalone_cores(parallelism, values, plan.flink_conf.get(CORES_MAX))
-                if CORES_MAX in values:
-                    text = replace_property(text, CORES_MAX, cores)
-                else:
-                    text = text.rstrip("\n") + f"\n{CORES_MAX}={cores}\n"
-        self.properties = text
 
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, cause: str) -> float | None:
@@ -501,7 +377,7 @@ class Supervisor:
             if self._cli_gone:
                 return False
             status = self._find(wait=False)
-            if status is not None and not self._registry_down:
+            if status is not None and not self.store.down:
                 with _unless_unwritable():
                     status_writer.record_supervised(self.registry, status, os.getpid())
             time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))

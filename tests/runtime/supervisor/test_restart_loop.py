@@ -17,7 +17,8 @@ from flinkish_cli.registry.control import ControlChannel
 from flinkish_cli.registry.protocol import Cancel, to_request
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.supervisor.supervisor import DriverExit, Supervisor
+from flinkish_cli.runtime.supervisor.exits import DriverExit
+from flinkish_cli.runtime.supervisor.supervisor import Supervisor
 
 JOB = "ef" * 16
 KILLED = -9  # Spark's JVM killed with SIGKILL

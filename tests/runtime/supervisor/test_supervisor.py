@@ -25,7 +25,8 @@ from flinkish_cli.registry.rescale_marker import RescaleMarker, read_marker, wri
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.restart import EXIT_RESCALE
-from flinkish_cli.runtime.supervisor.supervisor import DriverExit, Supervisor
+from flinkish_cli.runtime.supervisor.exits import DriverExit
+from flinkish_cli.runtime.supervisor.supervisor import Supervisor
 from tests.fixtures.processes import child_until_stdin_closes, wait_exited
 
 
