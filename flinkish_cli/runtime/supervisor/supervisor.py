@@ -87,7 +87,7 @@ class Supervisor:
     config: Any
     process: subprocess.Popen[bytes] | None = None
     stopping: bool = False
-    #: a warm runner's spare client, for the first attempt (see :mod:`.warm`)
+    #: a warm runner's spare client, for the first attempt (:mod:`flinkish_cli.runtime.warm`)
     warm_client: subprocess.Popen[bytes] | None = None
     _cli_gone: bool = field(default=False, repr=False)
     #: the job's temporary directory (made by :meth:`run`; None where none could be made)
@@ -243,7 +243,7 @@ class Supervisor:
 
     def _claim_tmp_dir(self) -> None:
         """The driver owns the temporary directory with this supervisor: a supervisor killed
-        with SIGKILL leaves a driver that runs on in it (see :func:`.rundir.sweep_tmp_dirs`)."""
+        with SIGKILL leaves a driver that runs on in it (``plan.rundir.sweep_tmp_dirs``)."""
         if self.tmp_dir is not None and self.process is not None:
             with contextlib.suppress(OSError):
                 claim_tmp_dir(self.tmp_dir, [os.getpid(), self.process.pid])
@@ -257,7 +257,7 @@ class Supervisor:
 
     def _make_cds_archive(self) -> None:
         """Once the first driver that started without a class-data sharing archive runs,
-        make the archive in the background for the drivers after it (see :mod:`.cds`)."""
+        make the archive in the background for the drivers after it (``spark.cds``)."""
         missing, self.spec.cds_missing = self.spec.cds_missing, None
         if missing:
             from flinkish_cli.spark import cds
@@ -459,7 +459,7 @@ class Supervisor:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m flinkish_cli.runtime.supervisor <run dir>``; with ``--warm`` instead, a
-    warm runner's spare that reads its run directory from standard input (:mod:`.warm`)."""
+    warm runner's spare that reads its run directory from standard input (``runtime.warm``)."""
     args = sys.argv[1:] if argv is None else argv
     warm_client: subprocess.Popen[bytes] | None = None
     if args[0] == warm.WARM_FLAG:
