@@ -86,6 +86,14 @@ S3A_FILE_SYSTEMS = {
 
 #: the prefix of the Spark settings of S3A (where Flink's ``s3.*`` keys go)
 S3A_SETTINGS = "spark.hadoop.fs.s3a."
+#: S3A's credentials when the configuration gives no keys and names no provider: S3A's own
+#: keys first (a cluster's ``core-site.xml`` may hold them), then the AWS SDK's default
+#: chain, which reads the profile file as boto3 does; S3A's own default chain does not.
+S3A_CREDENTIALS_CHAIN = (
+    "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,"
+    "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider,"
+    "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+)
 
 
 def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
@@ -98,7 +106,8 @@ def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
     ``spark.jars.packages``, ``flinkish.connectors: s3a``), flinkish ships ``hadoop-aws`` of
     Spark's Hadoop version with the AWS SDK bundle it needs (resolved with Maven once, then
     from the cache: :mod:`flinkish_cli.spark.connectors`), and serves ``s3://`` with S3A too,
-    so the job's paths stay as written."""
+    so the job's paths stay as written. Without keys or a provider of the job's, S3A looks
+    for credentials where boto3 does (:data:`S3A_CREDENTIALS_CHAIN`)."""
     configured = any(key.startswith(S3A_SETTINGS) for key in spark_conf)
     if not checkpoint_root.startswith(("s3://", "s3a://")) and not configured:
         return
@@ -110,3 +119,7 @@ def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
         spark_conf["spark.jars"] = ",".join(shipped)
     for key, value in S3A_FILE_SYSTEMS.items():
         spark_conf.setdefault(key, value)
+    if not any(
+        S3A_SETTINGS + key in spark_conf for key in ("access.key", "aws.credentials.provider")
+    ):
+        spark_conf[S3A_SETTINGS + "aws.credentials.provider"] = S3A_CREDENTIALS_CHAIN

@@ -19,7 +19,9 @@ import pytest
 
 from tests.fixtures.cycle import Cycle, savepoint_path
 from tests.fixtures.flinkish_env import FlinkishEnv
+from tests.fixtures.s3_faults import SlowDownProxy, partial_savepoints, s3_through
 from tests.fixtures.s3server import start_s3_server
+from tests.storage.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -118,23 +120,34 @@ def _unanswered_requests(port: int) -> int:
     return waiting
 
 
-def test_s3_not_answering_under_a_running_job_then_back(flinkish_env: FlinkishEnv) -> None:
-    """The S3 endpoint stops answering for 30 s under a running job whose checkpoints (and
-    registry) are on S3 through S3A: the server of the test's own is frozen (SIGSTOP), so
-    connections open and requests go unanswered, as in a network outage; then it answers
-    again (SIGCONT) with every object it had. S3A's requests wait longer than that for an
-    answer, so the job waits rather than failing over: no restart, its supervisor's and its
-    driver's log lines say the registry answered late (the driver's missed heartbeats are not
-    taken for a hang), and the input that arrived meanwhile is processed exactly once."""
+def test_s3_not_answering_then_gone_past_s3as_retries_under_a_running_job(
+    flinkish_env: FlinkishEnv,
+) -> None:
+    """Two outages of the S3 endpoint under a running job whose checkpoints (and registry)
+    are on S3 through S3A, each 30 s, the job reaching S3 through a TCP proxy:
+
+    - the server of the test's own frozen (SIGSTOP): connections open and requests go
+      unanswered, as in a network outage; then it answers again (SIGCONT) with every object
+      it had. S3A's requests wait longer than that for an answer (60 s), so the job waits
+      rather than failing over: no restart, its supervisor's and its driver's log lines say
+      the registry answered late (the driver's missed heartbeats are not taken for a hang);
+    - the endpoint gone (the proxy resets every connection) for longer than S3A's retries,
+      set short here: the batch's checkpoint write fails, the job fails over under its
+      restart strategy, ``list`` shows the restart and its exception history the failed S3A
+      call; S3 back, a restart resumes it from its checkpoint.
+
+    The input that arrived during each outage is processed exactly once."""
     env, cycle = flinkish_env, Cycle(flinkish_env)
-    with start_s3_server() as server:
+    with start_s3_server() as server, TcpProxy(server.address) as proxy:
         bucket = server.bucket()
         env.write_conf(
             {
-                **server.flink_conf(),
+                **s3_through(server, proxy.endpoint),
                 "execution.checkpointing.dir": f"{bucket}/checkpoints",
-                "fs.s3a.connection.expect.continue": "false",  # as in the test above
-                "fs.s3a.optimized.copy.from.local.enabled": "false",
+                # S3A gives up on a refused connection within seconds (its defaults: minutes)
+                "fs.s3a.attempts.maximum": "1",
+                "fs.s3a.retry.limit": "2",
+                "fs.s3a.retry.interval": "500ms",
                 "restart-strategy.type": "fixed-delay",
                 "restart-strategy.fixed-delay.attempts": "60",
                 "restart-strategy.fixed-delay.delay": "3 s",
@@ -152,18 +165,12 @@ def test_s3_not_answering_under_a_running_job_then_back(flinkish_env: FlinkishEn
                 while not _unanswered_requests(server.address[1]):
                     assert time.monotonic() < deadline, "nothing asked S3 while it was frozen"
                     time.sleep(0.5)
-                outage_over = time.monotonic() + 30  # the outage's length, not an assertion
-                while time.monotonic() < outage_over:
-                    time.sleep(1)
+                _outage(30)
             finally:
                 server.process.send_signal(signal.SIGCONT)
             cycle.add_input(1)
             cycle.wait_until_all_processed(timeout=420)
-            deadline = time.monotonic() + 300
-            while (listed := env.polled(job))["state"] != "RUNNING":
-                assert listed["state"] == "RESTARTING", listed
-                assert time.monotonic() < deadline, listed
-                time.sleep(1)
+            listed = _running_again(env, job)
             logs = "".join(
                 p.read_text(errors="replace") for p in (env.root / "log").glob(f"*{job}*.log")
             )
@@ -173,11 +180,113 @@ def test_s3_not_answering_under_a_running_job_then_back(flinkish_env: FlinkishEn
             assert listed["restarts"] == before["restarts"], listed
             assert "The job registry took" in logs, logs[-3000:]
             assert "The heartbeat took" in logs, logs[-3000:]  # the driver's side says so too
+
+            proxy.stop()
+            try:
+                cycle.add_input(2)  # the next batch's writes are refused, past S3A's retries
+                deadline = time.monotonic() + 120
+                while not proxy.refused:
+                    assert time.monotonic() < deadline, "nothing asked S3 while it was gone"
+                    time.sleep(0.5)
+                _outage(30)
+            finally:
+                proxy.start()
+            cycle.add_input(1)
+            cycle.wait_until_all_processed(timeout=420)
+            listed = _running_again(env, job)
+            assert listed["restarts"] > before["restarts"], listed  # failed over, not waited
+            causes = "\n".join(str(entry["cause"]) for entry in listed["exceptions"])
+            # S3A's call that failed, on the job's checkpoint, and why
+            assert f"on {bucket}/checkpoints/{job}/" in causes, causes[-3000:]
+            assert "Unable to execute HTTP request: Connection reset" in causes, causes[-3000:]
             env.run("cancel", job, check=True)
         finally:
             with contextlib.suppress(Exception):
                 server.process.send_signal(signal.SIGCONT)
+                proxy.start()
                 for listed in env.list_jobs():
                     if listed["state"] not in ("FINISHED", "FAILED", "CANCELED"):
                         env.run("cancel", listed["jid"], timeout=120)
+            env.wait_until_processes_end()  # their registry goes with the server
+    cycle.check_exactly_once()
+
+
+def _outage(seconds: float) -> None:
+    """Let an outage last ``seconds`` (its length, not an assertion)."""
+    over = time.monotonic() + seconds
+    while time.monotonic() < over:
+        time.sleep(1)
+
+
+def _running_again(env: FlinkishEnv, job: str) -> dict:
+    """The job as listed once it is RUNNING again (RESTARTING meanwhile, nothing else)."""
+    deadline = time.monotonic() + 300
+    while (listed := env.polled(job))["state"] != "RUNNING":
+        assert listed["state"] == "RESTARTING", listed
+        assert time.monotonic() < deadline, listed
+        time.sleep(1)
+    return listed
+
+
+def test_s3_answering_slowdown_under_a_running_job_and_its_savepoints(
+    flinkish_env: FlinkishEnv, s3_server, s3_bucket: str
+) -> None:
+    """S3 throttles (503 SlowDown, from a real HTTP proxy in front of the server) under a job
+    whose checkpoints and registry are on S3 through S3A: with a share of requests throttled,
+    S3A's and boto3's retries absorb it, the job runs on without a restart and a savepoint
+    completes whole. With the savepoint's prefix throttled past every retry, the savepoint
+    fails in one line naming SlowDown, the job runs on, and its clean-up
+    (a DeleteObjects of the bucket) removes what it wrote. S3 back: a stop's savepoint
+    and its resume give every row exactly once."""
+    env, cycle = flinkish_env, Cycle(flinkish_env)
+    bucket = s3_bucket.removeprefix("s3://")
+    with SlowDownProxy(s3_server.address) as proxy:
+        env.write_conf(
+            {
+                **s3_through(s3_server, proxy.endpoint),
+                "execution.checkpointing.dir": f"{s3_bucket}/checkpoints",
+                "execution.checkpointing.savepoint-dir": f"{s3_bucket}/savepoints",
+            }
+        )
+        try:
+            cycle.add_input(2)
+            job = cycle.start()
+            cycle.wait_until_all_processed(timeout=300)
+            before = env.polled(job)
+            proxy.slow_down(every=3)  # a third of all requests: S3A's, flinkish's
+            cycle.add_input(2)
+            cycle.wait_until_all_processed(timeout=300)
+            assert proxy.answered_to("hadoop"), proxy.answered[-5:]  # S3A met SlowDown
+            sp = savepoint_path(env.run("savepoint", job, f"{s3_bucket}/manual", check=True).stdout)
+            assert proxy.answered_to("flinkish"), proxy.answered[-5:]  # boto3 met it too
+            assert "_metadata" in _keys(s3_server, bucket, sp.removeprefix(s3_bucket + "/") + "/")
+            listed = env.polled(job)
+            assert (listed["state"], listed["restarts"]) == ("RUNNING", before["restarts"])
+
+            proxy.slow_down(prefix=f"/{bucket}/throttled/", after=2)  # past every retry
+            failed = env.run("savepoint", job, f"{s3_bucket}/throttled")
+            assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+            lines = failed.stderr.strip().splitlines()
+            assert "SlowDown" in lines[0] and f"the S3 endpoint {proxy.endpoint}" in lines[0], lines
+            assert len(lines) <= 2, lines  # the line, and its hint
+            assert s3_server.secret_key not in failed.stderr + failed.stdout
+            proxy.recover()
+            # absent: its clean-up (one DeleteObjects of the bucket, not of the throttled
+            # prefix) removed the files it had written
+            assert partial_savepoints(s3_server.client(), bucket, "throttled/") == {}
+            assert env.polled(job)["state"] == "RUNNING"
+
+            cycle.add_input(1)
+            cycle.wait_until_all_processed(timeout=300)
+            stopped = savepoint_path(
+                env.run("stop", "--savepointPath", f"{s3_bucket}/manual", job, check=True).stdout
+            )
+            cycle.add_input(1)
+            resumed = cycle.start("-s", stopped)
+            cycle.wait_until_all_processed(timeout=300)
+            env.run("cancel", resumed, check=True)
+        finally:
+            for listed in env.list_jobs():
+                if listed["state"] not in ("FINISHED", "FAILED", "CANCELED"):
+                    env.run("cancel", listed["jid"], timeout=120)
     cycle.check_exactly_once()

@@ -7,7 +7,6 @@ half-written that validates, and a retry or resume that gives every row exactly 
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -15,6 +14,12 @@ import pytest
 
 from tests.fixtures.cycle import Cycle, savepoint_path
 from tests.fixtures.flinkish_env import COUNTS_JOB, FlinkishEnv
+from tests.fixtures.s3_faults import (
+    assert_incomplete_refused,
+    cut_off_once_written,
+    partial_savepoints,
+    s3_through,
+)
 from tests.storage.tcp_proxy import TcpProxy
 from tests.storage.tmpfs import fill, small_tmpfs
 
@@ -25,16 +30,6 @@ def _error(result) -> str:  # type: ignore[no-untyped-def]
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     return result.stderr
-
-
-def _incomplete_refused(env: FlinkishEnv, directory: Path | str) -> None:
-    """A savepoint directory left by a failed attempt never validates."""
-    for args in (
-        ["savepoint", "info", "--no-rows", str(directory)],
-        ["state", "ls", str(directory)],
-        ["run", "-d", "-s", str(directory), COUNTS_JOB, "--input", "x", "--output", "y"],
-    ):
-        assert "is not a complete savepoint" in _error(env.run(*args))
 
 
 def test_full_disk_during_a_savepoint_then_a_retry(flinkish_env: FlinkishEnv) -> None:
@@ -68,9 +63,7 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
 ) -> None:
     env, cycle = flinkish_env, Cycle(flinkish_env)
     with TcpProxy(s3_server.address) as proxy:
-        conf = s3_server.flink_conf()
-        conf["s3.endpoint"] = proxy.endpoint  # the job reaches S3 through the proxy only
-        env.write_conf(conf)
+        env.write_conf(s3_through(s3_server, proxy.endpoint))  # the job's S3: the proxy only
         cycle.add_input(3)
         job = cycle.start()
         cycle.wait_until_all_processed()
@@ -78,32 +71,19 @@ def test_s3_endpoint_gone_during_a_savepoint_then_a_retry(
         proxy.delay, proxy.piece = 0.05, 4096  # slow enough to stop it in the middle
         bucket = s3_bucket.removeprefix("s3://")
         direct = s3_server.client()  # the test's own view of S3, not through the proxy
-
-        def stop_midway() -> None:
-            """Cut S3 off once the savepoint has written its first object: a half-written
-            savepoint is left behind, which nothing may take for a whole one."""
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                listed = direct.list_objects_v2(Bucket=bucket, Prefix="savepoints/")
-                if listed.get("KeyCount", 0):
-                    break
-                time.sleep(0.01)
-            proxy.stop()
-
-        stopper = threading.Thread(target=stop_midway)
-        stopper.start()
-        message = _error(env.run("savepoint", job, target))
-        stopper.join()
+        # S3 cut off once the savepoint wrote its first object: a half-written savepoint is
+        # left behind, which nothing may take for a whole one
+        with cut_off_once_written(direct, bucket, "savepoints/", proxy.stop):
+            message = _error(env.run("savepoint", job, target))
         assert f"the S3 endpoint {proxy.endpoint}" in message, message
         assert s3_server.secret_key not in message
         assert env.job(job)["state"] == "RUNNING"
         proxy.delay = 0.0
         proxy.start()
-        listed = direct.list_objects_v2(Bucket=bucket, Prefix="savepoints/")
-        partial = {o["Key"].split("/")[1] for o in listed.get("Contents", ())}
+        partial = partial_savepoints(direct, bucket, "savepoints/")
         assert len(partial) == 1, partial  # the clean-up could not delete it while S3 was gone
         for name in partial:
-            _incomplete_refused(env, f"{target}/{name}")
+            assert_incomplete_refused(env, f"{target}/{name}")
         path = savepoint_path(env.run("savepoint", job, target, check=True).stdout)
         env.run("cancel", job, check=True)
         cycle.add_input(1)
@@ -201,9 +181,7 @@ def test_a_stop_whose_s3_savepoint_is_cut_off_leaves_the_job_running(
     every row exactly once."""
     env, cycle = flinkish_env, Cycle(flinkish_env)
     with TcpProxy(s3_server.address) as proxy:
-        conf = s3_server.flink_conf()
-        conf["s3.endpoint"] = proxy.endpoint  # the job reaches S3 through the proxy only
-        env.write_conf(conf)
+        env.write_conf(s3_through(s3_server, proxy.endpoint))  # the job's S3: the proxy only
         cycle.add_input(3)
         job = cycle.start()
         cycle.wait_until_all_processed()
@@ -212,19 +190,8 @@ def test_a_stop_whose_s3_savepoint_is_cut_off_leaves_the_job_running(
         bucket = s3_bucket.removeprefix("s3://")
         direct = s3_server.client()  # the test's own view of S3, not through the proxy
         proxy.delay, proxy.piece = 0.05, 4096  # slow enough to cut it off in the middle
-
-        def cut_off_midway() -> None:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if direct.list_objects_v2(Bucket=bucket, Prefix="stops/").get("KeyCount", 0):
-                    break
-                time.sleep(0.01)
-            proxy.stop()
-
-        cutter = threading.Thread(target=cut_off_midway)
-        cutter.start()
-        result = env.run("stop", "--savepointPath", target, job)
-        cutter.join()
+        with cut_off_once_written(direct, bucket, "stops/", proxy.stop):
+            result = env.run("stop", "--savepointPath", target, job)
         message = _error(result)
         lines = [line for line in message.splitlines() if line.strip()]
         assert "savepoint failed" in lines[0], message
@@ -248,13 +215,11 @@ def test_a_stop_whose_s3_savepoint_is_cut_off_leaves_the_job_running(
 
         proxy.delay = 0.0
         proxy.start()
-        listed_keys = direct.list_objects_v2(Bucket=bucket, Prefix="stops/")
-        partial = {o["Key"].split("/")[1] for o in listed_keys.get("Contents", ())}
+        partial = partial_savepoints(direct, bucket, "stops/")
         assert len(partial) == 1, partial  # its clean-up could not delete it with S3 gone
-        for name in partial:
-            keys = [o["Key"] for o in listed_keys["Contents"] if o["Key"].split("/")[1] == name]
+        for name, keys in partial.items():
             assert not any(k.endswith("/_metadata") for k in keys), keys  # never marked whole
-            _incomplete_refused(env, f"{target}/{name}")
+            assert_incomplete_refused(env, f"{target}/{name}")
 
         stopped = savepoint_path(env.run("stop", "--savepointPath", target, job, check=True).stdout)
         assert stopped.startswith(f"{target}/savepoint-"), stopped

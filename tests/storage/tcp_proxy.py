@@ -33,6 +33,7 @@ class TcpProxy:
         self.delay = 0.0
         self.piece = 64 * 1024
         self.requests = 0  # connections accepted
+        self.refused = 0  # connections reset while stopped
         self._stalled = threading.Event()
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
@@ -119,6 +120,7 @@ class TcpProxy:
             except OSError:
                 return  # closed
             if not self._running:  # stopped: reset the connection at once
+                self.refused += 1
                 with contextlib.suppress(OSError):
                     client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 client.close()
@@ -131,14 +133,18 @@ class TcpProxy:
             self.requests += 1
             with self._lock:
                 self._sockets.update((client, server))
-            self._spawn(self._pump, client, server)
-            self._spawn(self._pump, server, client)
+            pair = [2]  # pumps of this connection still running
+            self._spawn(self._pump, client, server, pair)
+            self._spawn(self._pump, server, client, pair)
 
-    def _pump(self, source: socket.socket, dest: socket.socket) -> None:
+    def _pump(self, source: socket.socket, dest: socket.socket, pair: list[int]) -> None:
+        """Copy ``source`` to ``dest`` until either ends; the second pump of a connection to
+        end closes both sockets (a long run of connections must not run out of files)."""
+        poller = select.poll()  # not select(): it fails on descriptors past 1024
+        poller.register(source, select.POLLIN)
         try:
             while self._running:
-                ready, _, _ = select.select([source], [], [], 0.1)
-                if not ready:
+                if not poller.poll(100):
                     continue
                 data = source.recv(self.piece)
                 if not data:
@@ -152,3 +158,13 @@ class TcpProxy:
                 dest.sendall(data)
         except (OSError, ValueError):
             return
+        finally:
+            with self._lock:
+                pair[0] -= 1
+                done = not pair[0]
+                if done:
+                    self._sockets.difference_update((source, dest))
+            if done:
+                for sock in (source, dest):
+                    with contextlib.suppress(OSError):
+                        sock.close()

@@ -13,6 +13,7 @@ from flinkish_cli.errors import ConfigError, JobError
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import pyspark_home
 from flinkish_cli.submission.shipping import (
+    S3A_CREDENTIALS_CHAIN,
     check_session_cluster,
     refuse_session_connectors,
     ship_connectors,
@@ -106,6 +107,17 @@ def test_checkpoints_on_s3_ship_s3a_matched_to_sparks_hadoop(tmp_path: Path) -> 
     ship_s3a("/var/checkpoints", configured)
     assert any("hadoop-aws-" in jar for jar in configured["spark.jars"].split(","))
     assert configured["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    # no keys given: S3A looks where boto3 does, the profile file too; keys or a provider of
+    # the job's own are kept as they are
+    provider = "spark.hadoop.fs.s3a.aws.credentials.provider"
+    assert configured[provider] == S3A_CREDENTIALS_CHAIN
+    assert "DefaultCredentialsProvider" in S3A_CREDENTIALS_CHAIN
+    keyed = {"spark.hadoop.fs.s3a.access.key": "AKIA..."}
+    ship_s3a("s3://bucket/checkpoints", keyed)
+    assert provider not in keyed
+    named = {provider: "com.example.Provider"}
+    ship_s3a("s3://bucket/checkpoints", named)
+    assert named[provider] == "com.example.Provider"
 
 
 def test_a_session_cluster_is_told_to_load_connectors_when_it_starts(tmp_path: Path) -> None:
