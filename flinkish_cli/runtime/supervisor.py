@@ -229,7 +229,7 @@ class Supervisor:
                     self._record(JobState.FAILED, f"{ended.cause()} (it never started)")
                     return 1
                 if not self.spec.restarts_here:
-                    self._record(JobState.FAILED, f"{ended.cause()} (the cluster gave up)")
+                    self._record(JobState.FAILED, self._gave_up(ended, status), remember=True)
                     return 1
                 delay = self._decide(ended.cause())
                 if delay is None:
@@ -350,6 +350,15 @@ class Supervisor:
             log.info("Stopped %s queries left in session %s.", stopped or "no", session)
         except (OSError, subprocess.TimeoutExpired) as error:
             log.warning("Could not stop the queries of session %s: %s", session, error)
+
+    def _gave_up(self, ended: DriverExit, status: Any) -> str:
+        """Why the job's cluster manager (YARN) ended it without a driver that could say so:
+        the ResourceManager's account of the application's last attempt, when it gives one."""
+        from flinkish_cli.spark import yarn
+
+        app_id = getattr(status, "yarn_application", None)
+        said = yarn.last_attempt_cause(app_id) if app_id else None
+        return said or f"{ended.cause()} (the cluster gave up)"
 
     def _yarn_attempt_coming(self, status: Any) -> bool:
         """A silent yarn-application driver whose application YARN still runs: its
@@ -550,11 +559,16 @@ class Supervisor:
             ControlChannel(self.registry, self.spec.job_id).send(to_request(Cancel()))
 
     # -- status ----------------------------------------------------------------------------
-    def _record(self, state: Any, cause: str) -> None:
-        """End the job in ``state`` for its driver, unless it has ended already."""
+    def _record(self, state: Any, cause: str, remember: bool = False) -> None:
+        """End the job in ``state`` for its driver, unless it has ended already; with
+        ``remember``, the cause in its exception history too (a failure no driver recorded)."""
+        from flinkish_cli.runtime.restart import history_size
+
         status = self._get()
         if status.state.is_terminal:
             return
+        if remember:
+            status.remember_failure(cause, time.time(), history_size(self.config))
         # the line before the state, as JobRuntime.end writes them (`logs -f` stops at the state)
         log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
         with _unless_unwritable():
