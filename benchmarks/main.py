@@ -34,6 +34,7 @@ from benchmarks import (
     profiling,
     session,
     streaming,
+    yarn,
 )
 from benchmarks.harness import REPO, S3Server, Workspace, s3_server
 from benchmarks.report import Results, Section, validate, write_json, write_markdown
@@ -50,6 +51,7 @@ SECTIONS = (
     "autoscale",
     "kafka",
     "object_store",
+    "yarn",
 )
 #: The order of the report (SECTIONS is the order of the run: section 8 needs section 6's
 #: figures).
@@ -65,6 +67,7 @@ REPORT_ORDER = (
     "autoscale",
     "kafka",
     "object_store",
+    "yarn",
 )
 QUICK_OUTPUT = Path(tempfile.gettempdir()) / "flinkish-bench-quick"
 
@@ -107,6 +110,7 @@ def parameters(quick: bool) -> dict[str, Any]:
                 ),
                 enabled=optional("BENCH_OBJECT_STORE", quick),
             ),
+            "yarn": yarn.YarnParams(reps=1, enabled=optional("BENCH_YARN", quick)),
         }
     return {
         "backlog": backlog.BacklogParams(
@@ -141,13 +145,14 @@ def parameters(quick: bool) -> dict[str, Any]:
             ),
             enabled=optional("BENCH_OBJECT_STORE", quick),
         ),
+        "yarn": yarn.YarnParams(reps=3, enabled=optional("BENCH_YARN", quick)),
     }
 
 
 def optional(variable: str, quick: bool) -> bool:
     """Whether an optional section runs: in a full run unless ``VARIABLE=0``, in a quick run
     only with ``VARIABLE=1`` (so CI's quick run never installs Apache Flink nor starts a
-    Kafka broker)."""
+    Kafka broker or a YARN)."""
     value = os.environ.get(variable, "").strip()
     return value == "1" if quick else value != "0"
 
@@ -315,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lambda: autoscale.run(workspace, params["autoscale"]),
             )
             attempt("kafka", kafka.TITLE, lambda: kafka.run(workspace, params["kafka"], ncores))
+            attempt("yarn", yarn.TITLE, lambda: yarn.run(workspace, params["yarn"]))
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -235,8 +235,8 @@ def markdown(results: Results) -> str:
         "section 11, whose 5 million orders take hours there; `BENCH_KAFKA=0` leaves it out; plus "
         "a one-time install of Apache Flink for section 8; it rewrites this file and "
         "`benchmarks/results.json`), `scripts/bench --quick` (a small backlog and short runs; "
-        "sections 7, 8, 11 and 12 only with `BENCH_CDS=1` / `BENCH_FLINK=1` / `BENCH_KAFKA=1` / "
-        "`BENCH_OBJECT_STORE=1`), "
+        "sections 7, 8, 11, 12 and 13 only with `BENCH_CDS=1` / `BENCH_FLINK=1` / "
+        "`BENCH_KAFKA=1` / `BENCH_OBJECT_STORE=1` / `BENCH_YARN=1`), "
         "`scripts/bench --help` "
         "(options, e.g. `--only` to run some sections and `--markdown`/`--json` to write "
         "elsewhere).",

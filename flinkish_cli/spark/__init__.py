@@ -4,7 +4,8 @@
 - :mod:`.cds`: the fresh driver's class-data sharing archive, made and chosen.
 - :mod:`.local`: a quiet local Spark session inside the CLI (``info``, ``savepoint info``).
 - :mod:`.local_fs`: flinkish's Hadoop local file system for a local driver's files.
-- :mod:`.loopback`: a local master's driver binds and advertises 127.0.0.1 only.
+- :mod:`.loopback`: whether a driver binds and advertises 127.0.0.1 only (local, standalone
+  and YARN masters of this machine), and its settings.
 - :mod:`.yarn`: a job's YARN application through the ResourceManager's and NodeManager's
   REST APIs (its id, its driver's log, its end).
 - :mod:`.failures`: a Spark or Python failure put in a few lines for a user.

@@ -1,4 +1,5 @@
-"""Loopback for a driver whose executors can only be on this machine.
+"""Loopback for a driver whose executors can only be on this machine: the one place that
+decides it, for every master.
 
 Spark picks the address its driver binds and advertises from the machine's host name, and
 when that resolves to loopback it takes the first other interface instead ("using ... instead
@@ -9,10 +10,12 @@ the driver of a local master (its executors in its own JVM) and the client-mode 
 standalone master on loopback (whose workers can only be on this machine). An address named
 by the user's configuration or environment wins.
 
-A YARN job on a ResourceManager of this machine keeps to loopback the same way, through
-the YARN settings (:func:`flinkish_cli.submission.spark_submit.yarn_settings`). Any other
-driver (a standalone master on a network address, YARN elsewhere, Kubernetes) keeps Spark's
-choice: executors on other machines connect to it.
+A YARN job on a ResourceManager of this machine (its address in the client's yarn-site.xml
+a loopback one, :func:`flinkish_cli.spark.yarn.is_loopback`) keeps to loopback the same way:
+the driver advertises 127.0.0.1, and the ApplicationMaster's and executors' containers get
+``SPARK_LOCAL_IP`` (the driver of ``yarn-application`` runs in the ApplicationMaster). Any
+other driver (a standalone master on a network address, YARN elsewhere, Kubernetes) keeps
+Spark's choice: executors on other machines connect to it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ LOOPBACK = "127.0.0.1"
 LOCAL_IP_ENV = "SPARK_LOCAL_IP"
 #: the driver's settings of a local master
 DRIVER_SETTINGS = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
+#: the settings of a YARN job on a ResourceManager of this machine: its containers' address
+YARN_SETTINGS = {
+    "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": LOOPBACK,
+    "spark.executorEnv.SPARK_LOCAL_IP": LOOPBACK,
+    "spark.driver.host": LOOPBACK,
+}
 
 
 #: the host names of a standalone master on loopback
@@ -38,9 +47,14 @@ def is_local_master(master: str) -> bool:
 
 def on_loopback(master: str) -> bool:
     """True when every executor of ``master`` is on this machine, reached over loopback: a
-    local master, or ``spark://`` masters whose hosts are all loopback."""
+    local master, ``spark://`` masters whose hosts are all loopback, or ``yarn`` with the
+    client's ResourceManager on loopback."""
     if is_local_master(master):
         return True
+    if master == "yarn":
+        from flinkish_cli.spark import yarn
+
+        return yarn.is_loopback()
     if not master.startswith("spark://"):
         return False
     hosts = [part.rpartition(":")[0] for part in master[len("spark://") :].split(",")]
@@ -57,7 +71,8 @@ def apply(
     ``environ``) of a driver :func:`on_loopback`, keeping any address the user gave."""
     if not on_loopback(master):
         return
-    for key, value in DRIVER_SETTINGS.items():
+    settings = YARN_SETTINGS if master == "yarn" else DRIVER_SETTINGS
+    for key, value in settings.items():
         properties.setdefault(key, value)
     if LOCAL_IP_ENV not in environ:
         env.setdefault(LOCAL_IP_ENV, LOOPBACK)

@@ -59,6 +59,30 @@ def previous_attempt_cause(app_id: str, attempt: int) -> str:
     return f"{cause} YARN: {words}" if words else cause
 
 
+def last_attempt_cause(app_id: str) -> str | None:
+    """Why YARN ended ``app_id`` without another attempt, when its last attempt's driver
+    could not say so itself (its ApplicationMaster container lost): that attempt, the
+    application's final state and the ResourceManager's word on the attempt. None while the
+    application runs or the ResourceManager does not answer. One line."""
+    try:
+        app = application(app_id)
+        if str(app.get("state", "")) not in ("FINISHED", "FAILED", "KILLED"):
+            return None
+        base = f"{web_address()}/ws/v1/cluster/apps/{app_id}/appattempts"
+        listed = (_call(base).get("appAttempts") or {}).get("appAttempt") or []
+        last = max((int(a.get("id", 0)) for a in listed), default=0)
+        said = _attempt_report(app_id, last) if last else ""
+    except (OSError, ValueError, KeyError, UsageError):
+        return None
+    words = " ".join(said.split())
+    cause = (
+        f"The driver of YARN application attempt {last} of {app_id} ended (its "
+        f"ApplicationMaster container was lost), the application's last attempt: YARN ended "
+        f"it {app.get('state')}."
+    )
+    return f"{cause} YARN: {words}" if words else cause
+
+
 def _attempt_report(app_id: str, attempt: int) -> str:
     """The ResourceManager's state and diagnostics of one attempt of an application."""
     attempt_id = f"appattempt_{app_id.removeprefix('application_')}_{attempt:06d}"

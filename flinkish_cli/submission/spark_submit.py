@@ -35,7 +35,7 @@ from flinkish_cli.errors import UsageError
 from flinkish_cli.plan.job import SESSION_ARCHIVES, SESSION_PY_FILES
 from flinkish_cli.plan.rundir import LOG4J2_FILE
 from flinkish_cli.runtime.warm import connect_client_file
-from flinkish_cli.spark import loopback, yarn
+from flinkish_cli.spark import loopback
 from flinkish_cli.spark.install import pyspark_home
 from flinkish_cli.submission.endpoint import is_spark_master
 
@@ -312,20 +312,13 @@ def build_command(
 def yarn_settings(properties: dict[str, str]) -> dict[str, str]:
     """The YARN targets: Spark's jars and pyspark's Python archives from this installation
     (``local:`` paths, which the NodeManager links rather than the client uploading about
-    300 MB per job), unless ``yarn.provided.lib.dirs`` (``spark.yarn.jars``) names others;
-    on a ResourceManager of this machine (its address in yarn-site.xml a loopback one) the
-    driver, ApplicationMaster and executors bind and advertise 127.0.0.1. Sets defaults in
-    ``properties``; returns the environment of ``spark-submit``."""
+    300 MB per job), unless ``yarn.provided.lib.dirs`` (``spark.yarn.jars``) names others.
+    Loopback on a ResourceManager of this machine is :mod:`flinkish_cli.spark.loopback`'s.
+    Sets defaults in ``properties``; returns the environment of ``spark-submit``."""
     home = pyspark_home()
     properties.setdefault("spark.yarn.jars", f"local:{home / 'jars'}/*")
     archives = sorted((home / "python" / "lib").glob("*.zip"))
-    env = {"PYSPARK_ARCHIVES_PATH": ",".join(f"local:{path}" for path in archives)}
-    if yarn.is_loopback():
-        for key in ("spark.yarn.appMasterEnv.SPARK_LOCAL_IP", "spark.executorEnv.SPARK_LOCAL_IP"):
-            properties.setdefault(key, loopback.LOOPBACK)
-        properties.setdefault("spark.driver.host", loopback.LOOPBACK)
-        env[loopback.LOCAL_IP_ENV] = loopback.LOOPBACK
-    return env
+    return {"PYSPARK_ARCHIVES_PATH": ",".join(f"local:{path}" for path in archives)}
 
 
 def yarn_restarts(config: Any) -> dict[str, str]:

@@ -64,14 +64,14 @@ def test_quick_benchmark_completes_and_writes_well_formed_results(tmp_path: Path
     assert document["mode"] == "quick"
     order = [
         "backlog", "streaming", "cli", "lifecycle", "profiling", "session", "cds", "flink",
-        "autoscale", "kafka", "object_store",
+        "autoscale", "kafka", "object_store", "yarn",
     ]  # fmt: skip
     assert set(SECTIONS) == set(order)  # the report's order
     assert [s["key"] for s in document["sections"]] == [k for k in order if k in sections]
     for section in document["sections"]:
         assert section["error"] is None, section
         if section["skipped"]:
-            optional = ("cds", "flink", "autoscale", "kafka", "object_store")
+            optional = ("cds", "flink", "autoscale", "kafka", "object_store", "yarn")
             assert section["key"] in optional, "only the optional sections may be skipped"
             continue
         for row in section["rows"]:

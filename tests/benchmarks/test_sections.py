@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks import cds, flink, kafka, main, session
+from benchmarks import cds, flink, kafka, main, session, yarn
 from benchmarks.harness import BenchError, Workspace
 from benchmarks.report import Results, Section, markdown, validate
 from tests.benchmarks.test_report import MACHINE
@@ -217,3 +217,25 @@ def test_the_kafka_section_is_skipped_unless_enabled(
     params = kafka.KafkaParams(orders=1, trickle_rate=1, enabled=False)
     section = kafka.run(Workspace(tmp_path), params, 2)
     assert section.skipped and "BENCH_KAFKA=1" in section.skipped and not section.rows
+
+
+def test_the_yarn_section_is_skipped_unless_enabled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BENCH_YARN", raising=False)
+    assert not main.parameters(quick=True)["yarn"].enabled
+    assert main.parameters(quick=False)["yarn"].enabled
+    section = yarn.run(Workspace(tmp_path), yarn.YarnParams(enabled=False))
+    assert section.skipped and "BENCH_YARN=1" in section.skipped and not section.rows
+
+
+def test_the_yarn_rows_set_flinkish_beside_plain_spark_submit() -> None:
+    phases = {"the ResourceManager ends attempt 1": 1.0, "YARN starts attempt 2": 2.0}
+    flinkish = [{"to JobID line": 2.0, "to first batch": 30.0, "killed AM to first batch": 40.0,
+                 "phases": phases}]  # fmt: skip
+    plain = [{"to submitted": 4.0, "to first batch": 32.0}]
+    submission, first, killed = yarn.rows(flinkish, plain)
+    assert (submission.ratio, submission.goal_met) == (0.5, True)
+    assert first.reference_value == 32.0 and first.goal_met
+    assert killed.value == 40.0 and killed.reference_value == 30.0
+    assert killed.details["where the time goes, median s"] == phases

@@ -1,4 +1,5 @@
-"""start-cluster.sh --hdfs / stop-cluster.sh: a real NameNode and DataNode on loopback."""
+"""start-cluster.sh --hdfs / stop-cluster.sh: a real NameNode and DataNode on loopback; the
+bad options of --hdfs and --yarn refused in one line."""
 
 from __future__ import annotations
 
@@ -50,23 +51,32 @@ def test_a_second_hdfs_on_the_same_directory_is_refused(hdfs_cluster: Hdfs) -> N
     )
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--hdfs-port", "0"], "--hdfs-port must be a fixed port"),
-        (["--hdfs-port", "70000"], "'70000' is not a port (0 to 65535)"),
-        (["--hdfs-heap", "lots"], "--hdfs-heap 'lots' is not like 512m or 1g"),
-        (["--hdfs-port"], "option '--hdfs-port' needs a value"),
-    ],
-)
-def test_bad_hdfs_options_are_refused_in_one_line(
-    tmp_path: Path, args: list[str], message: str
+#: bad options of ``start-cluster.sh --hdfs`` and ``--yarn``: (mode, options, the error)
+BAD_OPTIONS = [
+    ("--hdfs", ["--hdfs-port", "0"], "--hdfs-port must be a fixed port"),
+    ("--hdfs", ["--hdfs-port", "70000"], "'70000' is not a port (0 to 65535)"),
+    ("--hdfs", ["--hdfs-heap", "lots"], "--hdfs-heap 'lots' is not like 512m or 1g"),
+    ("--hdfs", ["--hdfs-port"], "option '--hdfs-port' needs a value"),
+    ("--yarn", ["--yarn-port", "70000"], "'70000' is not a port (0 to 65535)"),
+    ("--yarn", ["--yarn-memory", "lots"], "'lots' is not a positive number"),
+    ("--yarn", ["--yarn-memory", "512"], "--yarn-memory 512 is too small for a Spark driver"),
+    ("--yarn", ["--yarn-max-container", "9000"], "--yarn-max-container 9000 is larger than"),
+    ("--yarn", ["--yarn-heap", "big"], "--yarn-heap 'big' is not like 512m or 1g"),
+    ("--yarn", ["--yarn-vcores"], "option '--yarn-vcores' needs a value"),
+]
+
+
+@pytest.mark.parametrize(("mode", "args", "message"), BAD_OPTIONS)
+def test_bad_hdfs_and_yarn_options_are_refused_in_one_line(
+    tmp_path: Path, mode: str, args: list[str], message: str
 ) -> None:
+    """One line on standard error, exit status 1, and nothing started (neither the HDFS that
+    ``--yarn`` starts first nor the YARN)."""
     result = subprocess.run(
-        ["bash", str(START), "--hdfs", "--dir", str(tmp_path / "c"), *args],
+        ["bash", str(START), mode, "--dir", str(tmp_path / "c"), *args],
         capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "PYTHON": sys.executable},
     )  # fmt: skip
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
-    assert not (tmp_path / "c" / "hdfs.pid").exists()
+    assert not (tmp_path / "c" / "yarn.pid").exists() and not (tmp_path / "c" / "hdfs.pid").exists()

@@ -1,4 +1,7 @@
-"""start-cluster.sh --yarn / stop-cluster.sh: a real ResourceManager and NodeManager on loopback."""
+"""start-cluster.sh --yarn / stop-cluster.sh: a real ResourceManager and NodeManager on loopback.
+
+Its bad options are refused with the HDFS's, in tests/scripts/test_hdfs_scripts.py.
+"""
 
 from __future__ import annotations
 
@@ -57,27 +60,3 @@ def test_a_second_yarn_on_the_same_directory_is_refused(yarn_cluster: Yarn) -> N
         f"{yarn_cluster.pid()}); stop it with: scripts/stop-cluster.sh --dir "
         f"{yarn_cluster.cluster_dir}"
     )
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--yarn-port", "70000"], "'70000' is not a port (0 to 65535)"),
-        (["--yarn-memory", "lots"], "'lots' is not a positive number"),
-        (["--yarn-memory", "512"], "--yarn-memory 512 is too small for a Spark driver"),
-        (["--yarn-max-container", "9000"], "--yarn-max-container 9000 is larger than"),
-        (["--yarn-heap", "big"], "--yarn-heap 'big' is not like 512m or 1g"),
-        (["--yarn-vcores"], "option '--yarn-vcores' needs a value"),
-    ],
-)
-def test_bad_yarn_options_are_refused_in_one_line(
-    tmp_path: Path, args: list[str], message: str
-) -> None:
-    result = subprocess.run(
-        ["bash", str(START), "--yarn", "--dir", str(tmp_path / "c"), *args],
-        capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "PYTHON": sys.executable},
-    )  # fmt: skip
-    assert result.returncode == 1
-    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
-    assert not (tmp_path / "c" / "yarn.pid").exists() and not (tmp_path / "c" / "hdfs.pid").exists()

@@ -44,7 +44,11 @@ def test_drivers_of_masters_on_this_machine_bind_loopback(master: str) -> None:
         "sc://127.0.0.1:15002",
     ],
 )
-def test_drivers_of_remote_executors_keep_sparks_choice(master: str) -> None:
+def test_drivers_of_remote_executors_keep_sparks_choice(
+    master: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
     properties: dict[str, str] = {}
     env: dict[str, str] = {}
     loopback.apply(master, properties, env, environ={})
@@ -71,3 +75,35 @@ def test_a_local_jobs_submit_command_carries_loopback(tmp_path: Path) -> None:
     )
     assert command.properties["spark.driver.bindAddress"] == "127.0.0.1"
     assert command.properties["spark.driver.host"] == "127.0.0.1"
+
+
+def _yarn_site(directory: Path, address: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.address</name>"
+        f"<value>{address}</value></property></configuration>"
+    )
+    return str(directory)
+
+
+@pytest.mark.parametrize(("address", "loopback_yarn"), [
+    ("127.0.0.1:8032", True), ("localhost:8032", True), ("rm.example.com:8032", False),
+])  # fmt: skip
+def test_a_yarn_on_this_machine_keeps_its_containers_on_loopback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str, loopback_yarn: bool
+) -> None:
+    """The same decision for YARN: the ResourceManager of the client's yarn-site.xml on
+    loopback puts the driver's address and the containers' SPARK_LOCAL_IP on 127.0.0.1."""
+    monkeypatch.setenv("HADOOP_CONF_DIR", _yarn_site(tmp_path / "conf", address))
+    properties: dict[str, str] = {}
+    env: dict[str, str] = {}
+    loopback.apply("yarn", properties, env, environ={})
+    if loopback_yarn:
+        assert properties == {
+            "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1",
+            "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
+            "spark.driver.host": "127.0.0.1",
+        }
+        assert env == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    else:
+        assert properties == {} and env == {}

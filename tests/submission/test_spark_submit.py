@@ -190,6 +190,7 @@ def test_yarn_takes_sparks_jars_and_pyspark_from_this_installation(monkeypatch, 
         "<value>127.0.0.1:8032</value></property></configuration>"
     )
     monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)  # the suite's own (tests/conftest.py)
     command = _command(Deployment("yarn-application", "yarn", "cluster"))
     home = pyspark_home()
     assert command.properties["spark.yarn.jars"] == f"local:{home / 'jars'}/*"

@@ -50,8 +50,28 @@ def main() -> None:
     plan = JobPlan.decode(token)
     forget_properties_file(plan)  # spark-submit read it before this process started
     log_to_file(plan)
+    if plan.deploy_mode == "cluster":
+        localize_py_files(conf.get("spark.submit.pyFiles") or "", SparkContext._jvm)
     secrets = secrets_from(conf.get)
     sys.exit(run_job(plan, secrets, "classic"))
+
+
+def localize_py_files(py_files: str, jvm: Any) -> None:
+    """In a YARN container, name the job's packages by their copies in the container.
+
+    ``spark.submit.pyFiles`` still names the client's files (``file://`` URIs of the
+    submitting machine), which the program's SparkContext copies into Spark's files
+    directory, puts on the driver's path and hands its Python workers: it cannot copy a URI
+    (a warning, "Failed to add file ... to Python path"), and on a YARN of several machines
+    the client's files are not there. YARN has already put each into the container's
+    working directory under its own name: the JVM's setting (which the program's SparkConf
+    reads) names those, when every one is there."""
+    from urllib.parse import urlparse
+
+    names = [os.path.basename(urlparse(uri).path) for uri in py_files.split(",") if uri]
+    local = [os.path.join(os.getcwd(), name) for name in names]
+    if local and all(os.path.isfile(path) for path in local):
+        jvm.java.lang.System.setProperty("spark.submit.pyFiles", ",".join(local))
 
 
 def main_connect(argv: list[str] | None = None) -> None:
@@ -207,5 +227,17 @@ def run_job(
         if runtime.spark is not None:
             hooks.stop_session(flavour, runtime.spark)
     if state is JobState.RESTARTING:
-        return EXIT_RESCALE
+        return 0 if container and _rescale_handed_over(registry, plan.job_id) else EXIT_RESCALE
     return 1 if state is JobState.FAILED else 0
+
+
+def _rescale_handed_over(registry: Any, job_id: str) -> bool:
+    """A yarn-application driver ends its application for a rescale with status 0: YARN
+    then ends it FINISHED and starts no attempt of its own (it would resume the old
+    parallelism), and the supervisor reads the rescale's marker and submits the next
+    application at the new parallelism (or, rolling back, the old)."""
+    from flinkish_cli.registry.rescale_marker import read_marker
+
+    with contextlib.suppress(Exception):
+        return read_marker(registry, job_id) is not None
+    return False

@@ -40,17 +40,18 @@ class InPlaceRescales:
     def rescale_refusal(self, parallelism: int) -> str | None:
         """Why this job cannot be rescaled in place to ``parallelism`` now; None when it can.
 
-        A job whose driver owns its Spark (``spark-submit``: local Spark, a standalone cluster)
-        and a session cluster's job (Spark Connect: its client repartitions the state with a
-        local Spark, :mod:`~flinkish_cli.runtime.flavours.offline_repartition`) are rescaled
-        in place; on YARN and Kubernetes the cluster manager, not flinkish, starts the
-        driver."""
+        A job whose driver owns its Spark (``spark-submit``: local Spark, a standalone cluster,
+        a yarn-application, whose supervisor submits the next application at the new
+        parallelism) and a session cluster's job (Spark Connect: its client repartitions the
+        state with a local Spark, :mod:`~flinkish_cli.runtime.flavours.offline_repartition`)
+        are rescaled in place; on Kubernetes and ``yarn-session`` they are not."""
         from flinkish_cli.registry.rescale_marker import read_marker
 
-        if not self.plan.master.startswith(("local", "spark://", "sc://")):
+        yarn_application = self.plan.master == "yarn" and self.plan.deploy_mode == "cluster"
+        if not (self.plan.master.startswith(("local", "spark://", "sc://")) or yarn_application):
             return (
-                "in-place rescales run on local Spark, standalone clusters and session "
-                f"clusters, not on {self.plan.master}"
+                "in-place rescales run on local Spark, standalone clusters, session clusters "
+                f"and yarn-application, not on {self.plan.master} ({self.plan.deploy_mode} mode)"
             )
         if parallelism == self.plan.parallelism:
             return f"it already runs at parallelism {parallelism}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
+from typing import Any
 
 from flinkish_cli.runtime.restart import EXIT_JVM_LOST
 
@@ -41,6 +42,15 @@ class DriverExit:
                 f"({_signal_name(code - 128)}); Spark's JVM exited with status {code}."
             )
         return f"The job's driver exited with status {code} without recording an end."
+
+    def cluster_gave_up(self, status: Any) -> str:
+        """Why the job's cluster manager (YARN) ended it without a driver that could say so:
+        the ResourceManager's account of the application's last attempt, when it gives one."""
+        from flinkish_cli.spark import yarn
+
+        app_id = getattr(status, "yarn_application", None)
+        said = yarn.last_attempt_cause(app_id) if app_id else None
+        return said or f"{self.cause()} (the cluster gave up)"
 
 
 def _signal_name(number: int) -> str:

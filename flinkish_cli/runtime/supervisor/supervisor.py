@@ -56,7 +56,7 @@ from flinkish_cli.plan.rundir import (
 )
 from flinkish_cli.registry import status_writer
 from flinkish_cli.runtime import warm
-from flinkish_cli.runtime.restart import EXIT_RESCALE
+from flinkish_cli.runtime.restart import EXIT_RESCALE, history_size
 from flinkish_cli.runtime.supervisor.exits import DriverExit
 from flinkish_cli.runtime.supervisor.replan import replan
 from flinkish_cli.runtime.supervisor.waits import POLL, StoreWatch, YarnWatch
@@ -157,7 +157,7 @@ class Supervisor:
                     self._record(JobState.FAILED, f"{ended.cause()} (it never started)")
                     return 1
                 if not self.spec.restarts_here:
-                    self._record(JobState.FAILED, f"{ended.cause()} (the cluster gave up)")
+                    self._record(JobState.FAILED, ended.cluster_gave_up(status), remember=True)
                     return 1
                 delay = self._decide(ended.cause())
                 if delay is None:
@@ -426,19 +426,20 @@ class Supervisor:
             ControlChannel(self.registry, self.spec.job_id).send(to_request(Cancel()))
 
     # -- status ----------------------------------------------------------------------------
-    def _record(self, state: Any, cause: str) -> None:
-        """End the job in ``state`` for its driver, unless it has ended already."""
+    def _record(self, state: Any, cause: str, remember: bool = False) -> None:
+        """End the job in ``state`` unless it has ended (``remember``: in its exception history)."""
         status = self._get()
         if status.state.is_terminal:
             return
         # the line before the state, as JobRuntime.end writes them (`logs -f` stops at the state)
         log.info("Job %s ended %s: %s", self.spec.job_id, state.value, cause)
+        if remember:
+            status.remember_failure(cause, time.time(), history_size(self.config))
         with _unless_unwritable():
             status_writer.record_supervised_end(self.registry, status, os.getpid(), state, cause)
 
     def _clean(self) -> None:
-        """The run directory (private properties, the job's packages) and the temporary
-        directory go with the job."""
+        """The run directory (private properties, the job's packages) and temporary dir go."""
         import shutil
 
         shutil.rmtree(self.run_dir, ignore_errors=True)

@@ -78,7 +78,7 @@ def test_metrics_only_records_the_decision_and_applies_nothing(tmp_path: Path) -
 
 
 def test_a_job_that_cannot_be_rescaled_in_place_says_why(tmp_path: Path) -> None:
-    refusal = "in-place rescales run on local Spark, standalone and session clusters, not on yarn"
+    refusal = "in-place rescales run on local Spark, ... not on k8s://https://k8s:6443"
     job = Job(tmp_path, refusal=refusal)
     job.autoscaler().evaluate(NOW)
     [record] = job.history().rescales
