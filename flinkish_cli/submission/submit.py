@@ -186,6 +186,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
     if deployment.session:
         check_session_cluster(deployment.master)
         refuse_session_connectors(config)
+        refuse_session_exactly_once(config)
     else:
         ship_connectors(config, translation.conf)
         ship_s3a(checkpoint_root, translation.conf)
@@ -451,6 +452,22 @@ def check_kafka_sink(config: Any) -> None:
         raise ConfigError(
             f"{GUARANTEE_KEY}: exactly-once writes with confluent-kafka, which is not installed.",
             "Install it where the job runs: pip install 'flinkish[kafka]'.",
+        )
+
+
+def refuse_session_exactly_once(config: Any) -> None:
+    """A Spark Connect session cluster's job has no exactly-once Kafka sink: the sink writes
+    each batch's partitions in the executors' Python workers (``DataFrame.rdd``), which a
+    Connect DataFrame does not have."""
+    from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
+
+    if config.get(GUARANTEE_KEY) == EXACTLY_ONCE:
+        raise ConfigError(
+            f"{GUARANTEE_KEY}: exactly-once is not available on a Spark Connect session "
+            "cluster (its Kafka transactions are written from the executors' Python workers, "
+            "which a Connect job cannot reach).",
+            "Run the job on a cluster of its own (without -m), or set "
+            f"{GUARANTEE_KEY}=at-least-once.",
         )
 
 
