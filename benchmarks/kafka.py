@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import kafka_flink
 from benchmarks.harness import (
     JOBS,
     PYTHON,
@@ -93,6 +94,9 @@ class KafkaParams:
     orders: int  # the backlog, produced before either run starts
     trickle_rate: int  # orders per second while the driver is killed
     enabled: bool  # full runs unless BENCH_KAFKA=0; quick runs only with BENCH_KAFKA=1
+    flink: bool = False  # Apache Flink's run (benchmarks/kafka_flink.py): as BENCH_FLINK says
+    latency_rate: int = 50  # orders per second of the latency runs
+    latency_seconds: float = 20.0  # how long they are sent
 
 
 @dataclass(frozen=True)
@@ -673,13 +677,23 @@ def run(workspace: Workspace, params: KafkaParams, ncores: int) -> Section:
                 kept, params,
             )  # fmt: skip
             eos = exactly_once_row(cli, bootstrap, source, kept, params, flinkish.throughput)
+            latency = kafka_flink.flinkish_latency(
+                cli, bootstrap, CONNECTOR, params.latency_rate, params.latency_seconds
+            )
         finally:
             cli.cleanup()
+        against_flink = kafka_flink.flink_run(
+            workspace, bootstrap, source, kept, params, ncores, cli
+        )
+        if isinstance(against_flink, str):
+            section.notes.append(against_flink)
+        else:
+            section.rows += kafka_flink.rows(params, flinkish, latency, against_flink)
         plain = run_plain(
             workspace, conf_dir, bootstrap, source,
             create_topic(bootstrap, "large-orders-plain"), kept, params,
         )  # fmt: skip
-    section.rows = rows(params, flinkish, plain, trigger)
+    section.rows[:0] = rows(params, flinkish, plain, trigger)
     if isinstance(eos, Row):
         section.rows.append(eos)
     else:
@@ -695,8 +709,16 @@ def run(workspace: Workspace, params: KafkaParams, ncores: int) -> Section:
         "commit was visible at most that much later.",
         "A driver killed during a batch leaves that batch in Spark's offset log: the "
         "restarted query runs it again first (flinkish's and plain Spark's alike).",
-        "Apache Flink's own Kafka pipeline (PyFlink with Flink's Kafka connector) is not "
-        "measured in this section.",
+        "Latency (flinkish and Apache Flink alike): orders sent at a steady rate, each "
+        "stamped with its send time, into a source topic of their own; the sink topic's "
+        "broker stamps each record as it arrives (LogAppendTime): arrival minus send time, "
+        "p50 and p99 of every large order. flinkish's latency is bounded below by its "
+        "trigger (a micro-batch every checkpoint interval); Flink's sink writes each record "
+        "as it goes (at-least-once, flushed at its checkpoints).",
+        "Apache Flink: Maven Central serves no flink-sql-connector-kafka built for Flink 2.3 "
+        "(5.0.0-2.3 is not found); the newest, 5.0.0-2.2 (Flink 2.2's), runs on Flink 2.3 "
+        "here. Its throughput is measured from the moment every task of its job runs to the "
+        "last large order in its sink topic (Flink reports no per-batch times).",
     ]
     return section
 
