@@ -17,6 +17,8 @@
   for its answer, and withdrawing it when the caller gives up.
 - :mod:`.uploads`: ``flinkish web``'s services for programs sent to it (upload, run,
   upgrade, sweep, the warm runner), out of the job client the CLI uses.
+- :mod:`.state_actions`: the job client's ``state`` actions (ls, show, export, a job's
+  state as a document), a part of :class:`~.jobs.JobClient`.
 - :mod:`.state_reads`: state read in a child process for a long-lived caller (flinkish web).
 - :mod:`.explain`: ``flinkish info <job.py>``, a program's plans from a local session.
 - :mod:`.yarn_logs`: a YARN job's driver log, read from the NodeManager that runs it.

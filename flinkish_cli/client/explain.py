@@ -18,7 +18,8 @@ def explain(config: Any, script: str, args: list[str]) -> tuple[str, list[QueryP
     from flinkish_cli.plan.job import Entry
     from flinkish_cli.runtime.planner import plan_queries
     from flinkish_cli.spark.install import check_java
-    from flinkish_cli.submission.submit import RunRequest, check_program, ship_connectors
+    from flinkish_cli.submission.shipping import ship_connectors
+    from flinkish_cli.submission.submit import RunRequest, check_program
 
     path = check_program(RunRequest(script=script))
     check_java()

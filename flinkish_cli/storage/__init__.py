@@ -18,6 +18,7 @@ Modules not named above:
 
 - :mod:`.s3_client`: the S3 client flinkish uses.
 - :mod:`.s3_errors`: what went wrong talking to S3, in the user's terms.
+- :mod:`.posix`: safe file operations on local disk (regular files only, ``fsync``, errors).
 """
 
 from __future__ import annotations

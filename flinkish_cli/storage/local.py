@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from flinkish_cli.errors import StorageError
+from flinkish_cli.storage import posix
 from flinkish_cli.storage.base import (
     CHUNK,
     LINKED,
@@ -67,7 +68,7 @@ class LocalStorage(Storage):
         if isinstance(error, FileNotFoundError):
             return StorageNotFoundError(path)
         if isinstance(error, OSError):
-            return _translate(error, action, path)
+            return posix.translate(error, action, path)
         return None
 
     # -- queries ---------------------------------------------------------------------------
@@ -118,7 +119,7 @@ class LocalStorage(Storage):
 
         def fail(error: OSError) -> None:
             if not isinstance(error, FileNotFoundError):
-                raise _translate(error, "list", path) from error
+                raise posix.translate(error, "list", path) from error
 
         for top, dirs, names in os.walk(directory, onerror=fail):
             dirs.sort()
@@ -150,7 +151,7 @@ class LocalStorage(Storage):
                         mode = entry.stat(follow_symlinks=False).st_mode
                     except FileNotFoundError:
                         continue
-                    kind = _special_kind(mode)
+                    kind = posix.special_kind(mode)
                     if kind is not None:
                         found.append((name, kind))
                         if len(found) >= limit:
@@ -198,9 +199,9 @@ class LocalStorage(Storage):
             try:
                 os.replace(tmp, target)
             except BaseException:
-                _unlink_quietly(tmp)
+                posix.unlink_quietly(tmp)
                 raise
-            _fsync_dir(os.path.dirname(target))
+            posix.fsync_dir(os.path.dirname(target))
 
     def _write_temp(self, target: str, fill: object) -> str:
         """A complete, fsynced temporary file beside ``target``, filled by ``fill(file)``."""
@@ -214,7 +215,7 @@ class LocalStorage(Storage):
                 out.flush()
                 os.fsync(out.fileno())
         except BaseException:
-            _unlink_quietly(tmp)
+            posix.unlink_quietly(tmp)
             raise
         return tmp
 
@@ -231,8 +232,8 @@ class LocalStorage(Storage):
                     raise
                 return self._create_exclusive_without_links(target, data)
             finally:
-                _unlink_quietly(tmp)
-            _fsync_dir(os.path.dirname(target))
+                posix.unlink_quietly(tmp)
+            posix.fsync_dir(os.path.dirname(target))
             return True
 
     @staticmethod
@@ -256,20 +257,20 @@ class LocalStorage(Storage):
         """Copy the regular file ``src`` to ``dest`` atomically (``sendfile`` where available);
         a symbolic link at ``src`` is refused, never followed."""
         with self._errors("copy", shown):
-            source = _open_regular(src, shown)
+            source = posix.open_regular(src, shown)
             try:
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
                 tmp = temp_name(dest)
                 try:
                     with open(tmp, "wb") as out:
-                        _copy_fd(source, out.fileno())
+                        posix.copy_fd(source, out.fileno())
                     os.replace(tmp, dest)
                 except BaseException:
-                    _unlink_quietly(tmp)
+                    posix.unlink_quietly(tmp)
                     raise
             except OSError as error:
                 if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-                    raise _translate(error, "write", dest) from error  # the target's fault
+                    raise posix.translate(error, "write", dest) from error  # the target's fault
                 raise
             finally:
                 os.close(source)
@@ -304,7 +305,7 @@ class LocalStorage(Storage):
         def fail(_function: object, failed: str, info: object) -> None:
             error = info[1] if isinstance(info, tuple) else info
             if not isinstance(error, FileNotFoundError):  # removed concurrently: fine
-                raise _translate(error, "delete", failed) from error  # type: ignore[arg-type,misc]
+                raise posix.translate(error, "delete", failed) from error  # type: ignore[arg-type,misc]
 
         import shutil
 
@@ -318,7 +319,7 @@ class LocalStorage(Storage):
         self, src: str, dest: Storage, dest_path: str, size: int | None, link: bool
     ) -> str:
         source = local_path(src)
-        _check_regular(source, src)
+        posix.check_regular(source, src)
         target = dest.local_path(dest_path)
         if target is None:
             dest.upload_file(src, dest_path)
@@ -348,11 +349,11 @@ class LocalStorage(Storage):
 
             workers = max(1, min(self.settings.max_workers, len(files)))
             with ThreadPoolExecutor(workers, thread_name_prefix="flinkish-sync") as pool:
-                list(pool.map(_fsync_path, files))
+                list(pool.map(posix.fsync_path, files))
             # the deepest directories first, so each entry is durable before its parent's
             for directory in sorted(directories, key=len, reverse=True):
-                _fsync_path(directory)
-        _fsync_dir(os.path.dirname(root))  # the tree's own entry (best effort, as for writes)
+                posix.fsync_path(directory)
+        posix.fsync_dir(os.path.dirname(root))  # the tree's own entry (best effort, as for writes)
 
     def _link(self, source: str, target: str) -> bool:
         """Hard-link ``source`` at ``target`` (replacing it); False when links cannot be
@@ -366,7 +367,7 @@ class LocalStorage(Storage):
                 try:
                     os.replace(tmp, target)
                 except BaseException:
-                    _unlink_quietly(tmp)
+                    posix.unlink_quietly(tmp)
                     raise
             return True
         except FileNotFoundError:
@@ -375,130 +376,3 @@ class LocalStorage(Storage):
             if error.errno == errno.EXDEV:
                 self._links_work = False  # every other file is on the same two devices
             return False
-
-
-def _special_kind(mode: int) -> str | None:
-    """What a file of ``mode`` is, when it is neither a regular file nor a directory."""
-    if stat_module.S_ISLNK(mode):
-        return "symbolic link"
-    if stat_module.S_ISFIFO(mode):
-        return "named pipe"
-    if stat_module.S_ISSOCK(mode):
-        return "socket"
-    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
-        return "device"
-    if stat_module.S_ISREG(mode) or stat_module.S_ISDIR(mode):
-        return None
-    return "special file"
-
-
-def _not_copied(shown: str, kind: str) -> StorageError:
-    return StorageError(
-        f"{shown} is a {kind}, not a regular file: flinkish never copies through it.",
-        "A checkpoint or savepoint holds regular files only; remove the "
-        f"{kind} (and check who put it there).",
-    )
-
-
-def _check_regular(source: str, shown: str) -> None:
-    """Refuse ``source`` unless it is a regular file (a link is not followed)."""
-    try:
-        mode = os.lstat(source).st_mode
-    except FileNotFoundError:
-        raise StorageNotFoundError(shown) from None
-    except OSError as error:
-        raise _translate(error, "read", shown) from error
-    kind = _special_kind(mode)
-    if kind is not None:
-        raise _not_copied(shown, kind)
-
-
-def _open_regular(source: str, shown: str) -> int:
-    """A descriptor of the regular file ``source``, opened without following a link and
-    without blocking on a pipe."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(source, flags)
-    except FileNotFoundError:
-        raise StorageNotFoundError(shown) from None
-    except OSError as error:
-        if error.errno == errno.ELOOP:  # O_NOFOLLOW met a link
-            raise _not_copied(shown, "symbolic link") from None
-        raise
-    mode = os.fstat(fd).st_mode
-    if not stat_module.S_ISREG(mode):
-        os.close(fd)
-        if stat_module.S_ISDIR(mode):
-            raise StorageError(f"{shown} is not a file, so it cannot be copied.")
-        raise _not_copied(shown, _special_kind(mode) or "special file")
-    if hasattr(os, "O_NONBLOCK"):
-        os.set_blocking(fd, True)
-    return fd
-
-
-def _copy_fd(source: int, out: int) -> None:
-    """Copy everything from the descriptor ``source`` to ``out`` (``sendfile`` on Linux)."""
-    offset = 0
-    if hasattr(os, "sendfile"):
-        try:
-            while sent := os.sendfile(out, source, offset, CHUNK * 8):
-                offset += sent
-            return
-        except OSError as error:
-            if error.errno not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP) or offset:
-                raise
-    while chunk := os.read(source, CHUNK):
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(out, view) :]
-
-
-def _fsync_path(path: str) -> None:
-    """``fsync`` the file or directory ``path``; file systems that cannot are skipped."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        os.fsync(fd)
-    except OSError as error:
-        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF):
-            raise
-    finally:
-        os.close(fd)
-
-
-def _translate(error: OSError, action: str, path: str) -> StorageError:
-    reason = error.strerror or str(error)
-    if isinstance(error, PermissionError):
-        return StorageError(
-            f"Permission denied: cannot {action} {path}.",
-            "Check the owner and permissions of the directory (and the user flinkish runs as).",
-        )
-    if error.errno == errno.ENOSPC:
-        return StorageError(f"No space left on the device to {action} {path}.")
-    if error.errno == errno.EDQUOT:
-        return StorageError(f"Disk quota exceeded: cannot {action} {path}.")
-    if error.errno == errno.EROFS:
-        return StorageError(f"Cannot {action} {path}: the file system is read-only.")
-    if isinstance(error, IsADirectoryError):
-        return StorageError(f"Cannot {action} {path}: it is a directory.")
-    if isinstance(error, NotADirectoryError):
-        return StorageError(f"Cannot {action} {path}: a part of the path is a file.")
-    return StorageError(f"Cannot {action} {path}: {reason}.")
-
-
-def _unlink_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make a rename durable (best effort: not every file system allows it)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

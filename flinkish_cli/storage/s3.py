@@ -51,6 +51,7 @@ from flinkish_cli.storage.s3_client import (
     BodyReader,
     FullReads,
     endpoint_url,
+    file_info,
     make_client,
     managed,
     transfer_config,
@@ -58,6 +59,8 @@ from flinkish_cli.storage.s3_client import (
 from flinkish_cli.storage.s3_errors import (
     CONF,
     NOT_FOUND,
+    NOT_IMPLEMENTED,
+    PRECONDITION_FAILED,
     bucket_of,
     error_code,
     translate,
@@ -74,9 +77,6 @@ from flinkish_cli.storage.uri import (
 
 DELETE_BATCH = 1000
 """Keys per DeleteObjects call (S3's maximum)."""
-
-_PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
-_UNSUPPORTED = {"NotImplemented", "501"}
 
 
 class S3Storage(Storage):
@@ -268,7 +268,7 @@ class S3Storage(Storage):
                 for obj in page.get("Contents", ()):
                     name = obj["Key"][len(prefix) :]
                     if name and "/" not in name:  # skips the directory's own "dir/" marker
-                        found.append(_info(join(path, name), name, obj))
+                        found.append(file_info(join(path, name), name, obj))
         return sorted(found, key=lambda info: info.name)
 
     def walk(self, path: str) -> Iterator[FileInfo]:
@@ -282,7 +282,7 @@ class S3Storage(Storage):
                 for obj in page.get("Contents", ()):
                     relative = obj["Key"][len(prefix) :]
                     if relative and not relative.endswith("/"):  # "sub/" markers are no files
-                        yield _info(join(path, relative), relative.rpartition("/")[2], obj)
+                        yield file_info(join(path, relative), relative.rpartition("/")[2], obj)
 
     # -- reading ---------------------------------------------------------------------------
     def open_read(self, path: str) -> BinaryIO:
@@ -377,9 +377,9 @@ class S3Storage(Storage):
                     return True
                 except Exception as error:
                     code = error_code(error)
-                    if code in _PRECONDITION:
+                    if code in PRECONDITION_FAILED:
                         return False
-                    if code not in _UNSUPPORTED:
+                    if code not in NOT_IMPLEMENTED:
                         raise
                     self._if_none_match = False  # an older server: best effort from now on
             try:
@@ -487,16 +487,3 @@ class S3Storage(Storage):
             self._download(source, src, local_target, size)
             return TRANSFERRED
         return super()._copy_file(src, dest, dest_path, size, link)
-
-
-def _info(path: str, name: str, obj: dict[str, Any]) -> FileInfo:
-    modified = obj.get("LastModified")
-    etag = str(obj.get("ETag") or "").strip('"') or None
-    return FileInfo(
-        path,
-        name,
-        int(obj.get("Size", 0)),
-        False,
-        modified.timestamp() if modified else None,
-        etag,
-    )

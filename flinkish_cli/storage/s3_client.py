@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from flinkish_cli.errors import StorageError
+from flinkish_cli.storage.base import FileInfo
 from flinkish_cli.storage.s3_errors import CONF
 from flinkish_cli.storage.settings import MiB, StorageSettings
 from flinkish_cli.storage.uri import redact_url
@@ -164,3 +165,17 @@ class BodyReader(io.RawIOBase):
         if not self.closed:
             self._body.close()
         super().close()
+
+
+def file_info(path: str, name: str, obj: dict[str, Any]) -> FileInfo:
+    """A listed or headed object as a :class:`~.base.FileInfo` (its ETag as its version)."""
+    modified = obj.get("LastModified")
+    etag = str(obj.get("ETag") or "").strip('"') or None
+    return FileInfo(
+        path,
+        name,
+        int(obj.get("Size", 0)),
+        False,
+        modified.timestamp() if modified else None,
+        etag,
+    )

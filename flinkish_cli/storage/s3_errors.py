@@ -17,6 +17,10 @@ CONF = "the Flink configuration (flink-conf.yaml or config.yaml)"
 NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 DENIED = {"AccessDenied", "403", "Forbidden", "AllAccessDisabled", "AccountProblem"}
 REGION = {"AuthorizationHeaderMalformed", "PermanentRedirect", "301", "IllegalLocationConstraint"}
+#: a conditional write that lost (``If-None-Match: *`` on a key that exists)
+PRECONDITION_FAILED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
+#: a server that does not implement a request (conditional writes, on some)
+NOT_IMPLEMENTED = {"NotImplemented", "501"}
 BUSY = {"SlowDown", "503", "ServiceUnavailable", "InternalError", "500", "RequestTimeout"}
 
 

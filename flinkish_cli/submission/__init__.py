@@ -1,7 +1,10 @@
 """From configuration and command-line arguments to a started job: the CLI's side of a run.
 
 - :mod:`.submit`       checks the program and the configuration, decides the job's plan.
-- :mod:`.packaging`    zips the job's own directory (or package) for the executors.
+- :mod:`.packaging`    zips the job's own directory (or package) for the executors, and the
+  ``-pyfs`` and ``-pyreq`` files shipped beside it.
+- :mod:`.shipping`     the connectors and S3A jars a job ships, the exactly-once Kafka sink's
+  requirements, a session cluster that answers.
 - :mod:`.spark_submit` the ``spark-submit`` command (or session client) for each Flink target.
 - :mod:`.launcher`     writes the private run directory and starts the job's supervisor.
 - :mod:`.follow`, :mod:`.run`  follows an attached job to its end, or a detached one until

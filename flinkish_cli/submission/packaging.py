@@ -7,11 +7,17 @@ way on an executor as on the user's machine.
 Every ``.py`` file under the root goes into ``job.zip`` (shipped with ``--py-files``), except
 hidden directories, virtual environments and caches. Data files are not shipped: use
 ``-pyfs`` or ``-pyarch`` for those.
+
+The files shipped beside it are here too: ``-pyfs`` items (a directory zipped first, each kept
+under a name of its own) and ``-pyreq`` requirements, installed into a zip of their own.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,4 +90,67 @@ def package_flinkish(dest_dir: Path) -> Path:
             if "__pycache__" in path.parts:
                 continue
             archive.write(path, Path("flinkish_cli", path.relative_to(source)).as_posix())
+    return zip_path
+
+
+def distinct_names(files: list[Path], run_dir: Path) -> list[Path]:
+    """The files to keep, each under a name of its own (two -pyfs files may share one):
+    a clash is copied into the run directory under a numbered name."""
+    named: list[Path] = []
+    for index, path in enumerate(files):
+        if any(p.name == path.name for p in named):
+            copy = run_dir / f"kept-{index}-{path.name}"
+            shutil.copyfile(path, copy)
+            path = copy
+        named.append(path)
+    return named
+
+
+def as_py_file(item: str, run_dir: Path) -> str:
+    """Spark ships .py, .zip and .egg files; a directory is zipped first."""
+    path = Path(item)
+    if "://" in item or not path.is_dir():
+        return item if "://" in item else str(path.resolve())
+    zip_path = run_dir / f"pyfs-{path.resolve().name}.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for file in sorted(path.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(path).as_posix())
+    return str(zip_path)
+
+
+def install_requirements(spec: str, run_dir: Path) -> Path:
+    """``-pyreq``: install the requirements into a zip shipped with ``--py-files``.
+
+    ``requirements.txt#cache_dir`` installs offline from ``cache_dir``, as Flink's form does.
+    Pure-Python packages import from the zip on every executor; packages with compiled
+    extensions cannot import from a zip, and flinkish says so: ship those in a packed
+    virtual environment with ``-pyarch venv.tar.gz#venv -pyexec venv/bin/python``.
+    """
+    requirements, _, cache = spec.partition("#")
+    target = run_dir / "requirements"
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target)]
+    command += ["-r", requirements]
+    if cache:
+        command += ["--no-index", "--find-links", cache]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise JobError(
+            f"Installing the requirements of {requirements} failed:\n"
+            + "\n".join(result.stderr.strip().splitlines()[-5:]),
+            "Fix the requirements file, or ship a packed environment with -pyarch.",
+        )
+    compiled = sorted({p.name for p in target.rglob("*.so")})
+    if compiled:
+        raise JobError(
+            f"The requirements of {requirements} include compiled extensions "
+            f"({', '.join(compiled[:3])}), which Spark cannot import from --py-files.",
+            "Ship them in a packed virtual environment: -pyarch venv.tar.gz#venv "
+            "-pyexec venv/bin/python.",
+        )
+    zip_path = run_dir / "requirements.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for file in sorted(target.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(target).as_posix())
     return zip_path

@@ -238,7 +238,7 @@ def _copy_metadata(saved: SavedState, temp: str) -> tuple[list[dict[str, Any]], 
 def _request(request: RunRequest, config: Any, queries: list[dict[str, Any]]) -> dict[str, Any]:
     """The child's request: the program, its Spark settings and the saved queries."""
     from flinkish_cli.config import to_spark
-    from flinkish_cli.submission.submit import ship_connectors
+    from flinkish_cli.submission.shipping import ship_connectors
 
     translation = to_spark(config)
     ship_connectors(config, translation.conf)  # the program's connectors, as the job gets them

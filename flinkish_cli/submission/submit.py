@@ -10,15 +10,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
-import sys
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flinkish_cli.autoscaler.settings import check_can_scale
-from flinkish_cli.errors import ConfigError, JobError, UsageError
+from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.plan.job import PLAN_CONF_KEY, Entry, JobPlan, RestorePlan
 from flinkish_cli.plan.rundir import PROPERTIES_FILE, make_run_dir
 from flinkish_cli.registry import program, status_writer
@@ -27,9 +24,9 @@ from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.store import JobRegistry, registry_for
 from flinkish_cli.runtime.warm import WarmRunner
-from flinkish_cli.spark import cds, connectors, yarn
+from flinkish_cli.spark import cds, yarn
 from flinkish_cli.spark.install import check_java, pyspark_home
-from flinkish_cli.submission import launcher, packaging
+from flinkish_cli.submission import launcher, packaging, shipping
 from flinkish_cli.submission.pyflink import module_source, refuse_pyflink
 from flinkish_cli.submission.spark_submit import (
     YARN_APPLICATION,
@@ -182,14 +179,14 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
         found = session_cluster(deployment.endpoint, str(token) if token else None)
         deployment = dataclasses.replace(deployment, master=found.master)
         notices += [found.notice] if found.notice else []
-    check_kafka_sink(config)
+    shipping.check_kafka_sink(config)
     if deployment.session:
-        check_session_cluster(deployment.master)
-        refuse_session_connectors(config)
-        refuse_session_exactly_once(config)
+        shipping.check_session_cluster(deployment.master)
+        shipping.refuse_session_connectors(config)
+        shipping.refuse_session_exactly_once(config)
     else:
-        ship_connectors(config, translation.conf)
-        ship_s3a(checkpoint_root, translation.conf)
+        shipping.ship_connectors(config, translation.conf)
+        shipping.ship_s3a(checkpoint_root, translation.conf)
         check_java()
     job_id = new_job_id()
     log_dir = Path(str(config.get("env.log.dir"))).expanduser()
@@ -228,9 +225,9 @@ def _plan(
     restore: RestorePlan | None,
 ) -> PreparedJob:
     package = packaging.package_job(script, run_dir) if script else None
-    shipped = [_as_py_file(item, run_dir) for item in request.py_files]
+    shipped = [packaging.as_py_file(item, run_dir) for item in request.py_files]
     if request.py_requirements:
-        shipped.append(str(install_requirements(request.py_requirements, run_dir)))
+        shipped.append(str(packaging.install_requirements(request.py_requirements, run_dir)))
     py_files = ([str(package.zip_path)] if package else []) + shipped
     if not deployment.driver_is_local:
         py_files.append(str(packaging.package_flinkish(run_dir)))
@@ -319,7 +316,7 @@ def _plan(
         registry,
         package,
         program,
-        _distinct_names(kept, run_dir),
+        packaging.distinct_names(kept, run_dir),
         request.upgraded_from,
         request.rolled_back,
     )
@@ -338,185 +335,6 @@ def driver_archive(config: Any, deploy_mode: str) -> tuple[list[str], str | None
     if cds.usable(archive):
         return cds.driver_options(archive), None
     return [], str(archive)
-
-
-def _distinct_names(files: list[Path], run_dir: Path) -> list[Path]:
-    """The files to keep, each under a name of its own (two -pyfs files may share one):
-    a clash is copied into the run directory under a numbered name."""
-    named: list[Path] = []
-    for index, path in enumerate(files):
-        if any(p.name == path.name for p in named):
-            copy = run_dir / f"kept-{index}-{path.name}"
-            shutil.copyfile(path, copy)
-            path = copy
-        named.append(path)
-    return named
-
-
-def _as_py_file(item: str, run_dir: Path) -> str:
-    """Spark ships .py, .zip and .egg files; a directory is zipped first."""
-    path = Path(item)
-    if "://" in item or not path.is_dir():
-        return item if "://" in item else str(path.resolve())
-    zip_path = run_dir / f"pyfs-{path.resolve().name}.zip"
-    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for file in sorted(path.rglob("*")):
-            if file.is_file() and "__pycache__" not in file.parts:
-                archive.write(file, file.relative_to(path).as_posix())
-    return str(zip_path)
-
-
-def install_requirements(spec: str, run_dir: Path) -> Path:
-    """``-pyreq``: install the requirements into a zip shipped with ``--py-files``.
-
-    ``requirements.txt#cache_dir`` installs offline from ``cache_dir``, as Flink's form does.
-    Pure-Python packages import from the zip on every executor; packages with compiled
-    extensions cannot import from a zip, and flinkish says so: ship those in a packed
-    virtual environment with ``-pyarch venv.tar.gz#venv -pyexec venv/bin/python``.
-    """
-    requirements, _, cache = spec.partition("#")
-    target = run_dir / "requirements"
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target)]
-    command += ["-r", requirements]
-    if cache:
-        command += ["--no-index", "--find-links", cache]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise JobError(
-            f"Installing the requirements of {requirements} failed:\n"
-            + "\n".join(result.stderr.strip().splitlines()[-5:]),
-            "Fix the requirements file, or ship a packed environment with -pyarch.",
-        )
-    compiled = sorted({p.name for p in target.rglob("*.so")})
-    if compiled:
-        raise JobError(
-            f"The requirements of {requirements} include compiled extensions "
-            f"({', '.join(compiled[:3])}), which Spark cannot import from --py-files.",
-            "Ship them in a packed virtual environment: -pyarch venv.tar.gz#venv "
-            "-pyexec venv/bin/python.",
-        )
-    zip_path = run_dir / "requirements.zip"
-    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for file in sorted(target.rglob("*")):
-            if file.is_file() and "__pycache__" not in file.parts:
-                archive.write(file, file.relative_to(target).as_posix())
-    return zip_path
-
-
-def check_session_cluster(url: str, timeout: float = 3.0) -> None:
-    """A session cluster must answer at ``url`` (``sc://host:port``) before a job is sent."""
-    import socket
-
-    host, _, port = url.removeprefix("sc://").split("/", 1)[0].split(";", 1)[0].rpartition(":")
-    try:
-        with socket.create_connection((host, int(port or 15002)), timeout=timeout):
-            return
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise JobError(
-            f"No session cluster answers at {url} ({reason}).",
-            "Start one with scripts/start-cluster.sh --session (it prints its address), or "
-            "check -m / rest.address and rest.port.",
-        ) from None
-
-
-def ship_connectors(config: Any, spark_conf: dict[str, str]) -> None:
-    """``flinkish.connectors`` and ``spark.jars.packages``, resolved with Maven (the machine's
-    settings; from the cache once warm) into jar files that join ``spark.jars``: Spark's own
-    Ivy resolves nothing, and a cluster never resolves anything at start."""
-    names = list(config.get("flinkish.connectors") or [])
-    packages = spark_conf.pop("spark.jars.packages", "")
-    if not names and not packages.strip():
-        return
-    found = connectors.jars(names, [packages], connectors.installed(pyspark_home()))
-    shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
-    shipped += [str(jar) for jar in found if str(jar) not in shipped]
-    spark_conf["spark.jars"] = ",".join(shipped)
-
-
-def check_kafka_sink(config: Any) -> None:
-    """``exactly-once`` Kafka sinks need a transactional id prefix and confluent-kafka."""
-    from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY, PREFIX_KEY
-
-    if config.get(GUARANTEE_KEY) != EXACTLY_ONCE:
-        return
-    if not str(config.get(PREFIX_KEY) or "").strip():
-        raise ConfigError(
-            f"{GUARANTEE_KEY}: exactly-once needs {PREFIX_KEY} (the Kafka sink's "
-            "transactional ids are <prefix>-<query>-<partition>).",
-            f"Set {PREFIX_KEY} to a name unique to this job, e.g. -D {PREFIX_KEY}=orders-job.",
-        )
-    import importlib.util
-
-    if importlib.util.find_spec("confluent_kafka") is None:
-        raise ConfigError(
-            f"{GUARANTEE_KEY}: exactly-once writes with confluent-kafka, which is not installed.",
-            "Install it where the job runs: pip install 'flinkish[kafka]'.",
-        )
-
-
-def refuse_session_exactly_once(config: Any) -> None:
-    """A Spark Connect session cluster's job has no exactly-once Kafka sink: the sink writes
-    each batch's partitions in the executors' Python workers (``DataFrame.rdd``), which a
-    Connect DataFrame does not have."""
-    from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
-
-    if config.get(GUARANTEE_KEY) == EXACTLY_ONCE:
-        raise ConfigError(
-            f"{GUARANTEE_KEY}: exactly-once is not available on a Spark Connect session "
-            "cluster (its Kafka transactions are written from the executors' Python workers, "
-            "which a Connect job cannot reach).",
-            "Run the job on a cluster of its own (without -m), or set "
-            f"{GUARANTEE_KEY}=at-least-once.",
-        )
-
-
-def refuse_session_connectors(config: Any) -> None:
-    """A session cluster's server loads its connectors when it starts, not per job."""
-    names = list(config.get("flinkish.connectors") or [])
-    if names:
-        raise ConfigError(
-            f"flinkish.connectors: {', '.join(names)} cannot be added to a running session "
-            "cluster (its server loads connectors when it starts).",
-            "Start the session cluster with them: scripts/start-cluster.sh --session "
-            f"--session-conf spark.jars=$(python -m flinkish_cli.spark.connectors {names[0]}), "
-            "and run without flinkish.connectors.",
-        )
-
-
-#: Hadoop's S3A classes, for ``s3://`` as well as ``s3a://`` (Flink's scheme is ``s3://``).
-S3A_FILE_SYSTEMS = {
-    "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-    "spark.hadoop.fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
-}
-
-
-#: the prefix of the Spark settings of S3A (where Flink's ``s3.*`` keys go)
-S3A_SETTINGS = "spark.hadoop.fs.s3a."
-
-
-def ship_s3a(checkpoint_root: str, spark_conf: dict[str, str]) -> None:
-    """A job that reaches S3: Spark writes there through Hadoop's S3A file system, which
-    pyspark does not include. A job reaches S3 when its checkpoint directory is there, or when
-    its configuration has S3 settings (Flink's ``s3.*`` keys, which reach S3A as
-    ``fs.s3a.*``): its script may then name ``s3://`` paths of its own (a
-    ``checkpointLocation``, a file sink), as a Flink job does once ``flink-s3-fs-hadoop`` is
-    in ``plugins/``. Unless the job ships it already (``pipeline.jars``,
-    ``spark.jars.packages``, ``flinkish.connectors: s3a``), flinkish ships ``hadoop-aws`` of
-    Spark's Hadoop version with the AWS SDK bundle it needs (resolved with Maven once, then
-    from the cache: :mod:`flinkish_cli.spark.connectors`), and serves ``s3://`` with S3A too,
-    so the job's paths stay as written."""
-    configured = any(key.startswith(S3A_SETTINGS) for key in spark_conf)
-    if not checkpoint_root.startswith(("s3://", "s3a://")) and not configured:
-        return
-    bundled = any((pyspark_home() / "jars").glob("hadoop-aws-*.jar"))
-    shipped = [jar for jar in spark_conf.get("spark.jars", "").split(",") if jar]
-    if not bundled and not any("hadoop-aws" in jar for jar in shipped):
-        found = connectors.jars(["s3a"], [], connectors.installed(pyspark_home()))
-        shipped += [str(jar) for jar in found if str(jar) not in shipped]
-        spark_conf["spark.jars"] = ",".join(shipped)
-    for key, value in S3A_FILE_SYSTEMS.items():
-        spark_conf.setdefault(key, value)
 
 
 def start(

@@ -156,6 +156,7 @@ def test_upgrades_are_checked_against_the_state_before_the_job_is_touched(
     new = STABLE.search(upgraded.stdout)
     assert new and new.group(1) == job, upgraded.stdout
     notices = upgraded.stderr
+    assert "cannot take a savepoint" not in notices, notices  # stopped with one: FINISHED
     assert "Skipping saved state (-n): the saved state has query 'lines'" in notices, notices
     assert "The state of 'lengths', 'word_counts' fits the program" in notices, notices
     # its counts go on from the saved state; lines_v2 starts empty: it reads all the input

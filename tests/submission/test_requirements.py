@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.errors import JobError
-from flinkish_cli.submission.submit import install_requirements
+from flinkish_cli.submission.packaging import install_requirements
 
 
 def _wheel(directory: Path, name: str, files: dict[str, str]) -> Path:

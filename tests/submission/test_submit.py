@@ -12,14 +12,14 @@ from flinkish_cli.config import load_configuration
 from flinkish_cli.errors import ConfigError, JobError
 from flinkish_cli.spark import cds
 from flinkish_cli.spark.install import pyspark_home
-from flinkish_cli.submission.submit import (
+from flinkish_cli.submission.shipping import (
     check_session_cluster,
-    driver_archive,
     refuse_session_connectors,
     refuse_session_exactly_once,
     ship_connectors,
     ship_s3a,
 )
+from flinkish_cli.submission.submit import driver_archive
 
 
 def test_a_session_cluster_that_answers_passes() -> None:
