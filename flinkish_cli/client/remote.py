@@ -15,6 +15,14 @@ from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.rest import messages as m
+from flinkish_cli.rest.bodies import (
+    BodyMismatch,
+    CheckpointTriggerRequestBody,
+    RequestBody,
+    SavepointTriggerRequestBody,
+    StopWithSavepointRequestBody,
+    TriggerResponse,
+)
 from flinkish_cli.rest.wire import TIMEOUT_HEADER
 
 if TYPE_CHECKING:
@@ -71,30 +79,32 @@ class RemoteChannel:
         headers = {TIMEOUT_HEADER: f"{waits:.3f}"}
         job, rid = self.job_id, request.request_id
         target = args.get("target") if args.get("explicit_target") else None
-        body: dict[str, Any]
+        fmt = args.get("format_type", "CANONICAL")
+        body: RequestBody
         if action == Action.STOP.value and args.get("savepoint"):
             assert not args.get("upgrade"), "upgrades do not go through flinkish web"
             if args.get("end_state") == JobState.CANCELED.value:
-                path, body = m.SAVEPOINT_TRIGGER.url(jobid=job), {"target-directory": target}
-                body["cancel-job"] = True
+                path = m.SAVEPOINT_TRIGGER.url(jobid=job)
+                body = SavepointTriggerRequestBody(target, True, fmt, rid)
             else:
                 path = m.STOP_WITH_SAVEPOINT.url(jobid=job)
-                body = {"targetDirectory": target, "drain": bool(args.get("drain"))}
-            body.update(formatType=args.get("format_type", "CANONICAL"), triggerId=rid)
+                body = StopWithSavepointRequestBody(target, bool(args.get("drain")), fmt, rid)
         elif action == Action.SAVEPOINT.value:
             path = m.SAVEPOINT_TRIGGER.url(jobid=job)
-            body = {
-                "target-directory": target,
-                "cancel-job": False,
-                "formatType": args.get("format_type", "CANONICAL"),
-                "triggerId": rid,
-            }
+            body = SavepointTriggerRequestBody(target, False, fmt, rid)
         elif action == Action.CHECKPOINT.value:
-            path, body = m.CHECKPOINT_TRIGGER.url(jobid=job), {"triggerId": rid}
+            path = m.CHECKPOINT_TRIGGER.url(jobid=job)
+            body = CheckpointTriggerRequestBody(trigger_id=rid)
         else:  # cancel goes through PATCH (RestJobClient.cancel), a plain stop nowhere
             raise AssertionError(f"{action} is not sent as a trigger")
-        answer = self.endpoint.json("POST", path, body=body, expect=(202,), headers=headers)
-        if not isinstance(answer, dict) or answer.get("request-id") != rid:
+        answer = self.endpoint.json(
+            "POST", path, body=body.to_wire(), expect=(202,), headers=headers
+        )
+        try:
+            named = TriggerResponse.from_wire(answer, strict=False).request_id
+        except BodyMismatch:
+            named = None
+        if named != rid:
             raise self.endpoint.not_understood(path, "it names another trigger")
         return request
 

@@ -60,6 +60,16 @@ from flinkish_cli.registry.jobid import parse_job_id
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
 from flinkish_cli.rest import messages as m
+from flinkish_cli.rest.bodies import (
+    BodyMismatch,
+    CheckpointTriggerRequestBody,
+    JarUpload,
+    RequestBody,
+    SavepointDisposalRequest,
+    SavepointTriggerRequestBody,
+    StopWithSavepointRequestBody,
+    TriggerResponse,
+)
 from flinkish_cli.rest.wire import (
     HEARTBEAT_SECONDS,
     TIMEOUT_HEADER,
@@ -245,13 +255,14 @@ class RestJobClient(JobClientBase):
         back whole)."""
         job = parse_job_id(job_id)
         given = resolve_local(target) if target is not None else None  # checked there
+        body: RequestBody
         if end_state is JobState.CANCELED:
             path = m.SAVEPOINT_TRIGGER.url(jobid=job)
-            body: dict[str, Any] = {"target-directory": given, "cancel-job": True}
+            body = SavepointTriggerRequestBody(given, True, format_type, trigger_id)
         else:
             path = m.STOP_WITH_SAVEPOINT.url(jobid=job)
-            body = {"targetDirectory": given, "drain": drain}
-        return self._trigger(path, {**body, "formatType": format_type}, trigger_id, ttl)
+            body = StopWithSavepointRequestBody(given, drain, format_type, trigger_id)
+        return self._trigger(path, body, ttl)
 
     def savepoint_detached(
         self,
@@ -264,25 +275,31 @@ class RestJobClient(JobClientBase):
         """Flink's ``POST /jobs/:jobid/savepoints`` (one request, as :meth:`stop_detached`)."""
         job = parse_job_id(job_id)
         given = resolve_local(target) if target is not None else None  # checked there
-        body = {"target-directory": given, "cancel-job": False, "formatType": format_type}
-        return self._trigger(m.SAVEPOINT_TRIGGER.url(jobid=job), body, trigger_id, ttl)
+        body = SavepointTriggerRequestBody(given, False, format_type, trigger_id)
+        return self._trigger(m.SAVEPOINT_TRIGGER.url(jobid=job), body, ttl)
 
     def checkpoint_detached(
         self, job_id: str, trigger_id: str | None = None, ttl: float | None = None
     ) -> str:
         """Flink's ``POST /jobs/:jobid/checkpoints`` (one request, as :meth:`stop_detached`)."""
         job = parse_job_id(job_id)
-        return self._trigger(m.CHECKPOINT_TRIGGER.url(jobid=job), {}, trigger_id, ttl)
+        body = CheckpointTriggerRequestBody(trigger_id=trigger_id)
+        return self._trigger(m.CHECKPOINT_TRIGGER.url(jobid=job), body, ttl)
 
-    def _trigger(
-        self, path: str, body: dict[str, Any], trigger_id: str | None, ttl: float | None
-    ) -> str:
-        if trigger_id is not None:
-            body["triggerId"] = trigger_id
+    def _trigger(self, path: str, body: RequestBody, ttl: float | None) -> str:
         headers = {TIMEOUT_HEADER: f"{ttl:.3f}"} if ttl is not None else None
-        answer = self.endpoint.json("POST", path, body=body, expect=(202,), headers=headers)
-        found = answer.get("request-id") if isinstance(answer, dict) else None
-        if not isinstance(found, str):
+        answer = self.endpoint.json(
+            "POST", path, body=body.to_wire(), expect=(202,), headers=headers
+        )
+        return self._trigger_id(path, answer)
+
+    def _trigger_id(self, path: str, answer: Any) -> str:
+        """The trigger id of a :class:`~flinkish_cli.rest.bodies.TriggerResponse`."""
+        try:
+            found = TriggerResponse.from_wire(answer, strict=False).request_id
+        except BodyMismatch:
+            found = None
+        if found is None:
             raise self.endpoint.not_understood(path, "it names no trigger")
         return found
 
@@ -291,10 +308,9 @@ class RestJobClient(JobClientBase):
         before it answers); a relative local path is the caller's."""
         path = resolve_local(path).rstrip("/")
         disposal = m.SAVEPOINT_DISPOSAL
-        answer = self.endpoint.json(disposal.method, disposal.path, body={"savepoint-path": path})
-        trigger = answer.get("request-id") if isinstance(answer, dict) else None
-        if not isinstance(trigger, str):
-            raise self.endpoint.not_understood(disposal.path, "it names no trigger")
+        body = SavepointDisposalRequest(path).to_wire()
+        answer = self.endpoint.json(disposal.method, disposal.path, body=body)
+        trigger = self._trigger_id(disposal.path, answer)
         deadline = time.monotonic() + SLACK_SECONDS
         while True:
             status_path = m.SAVEPOINT_DISPOSAL_STATUS.url(triggerid=trigger)
@@ -351,7 +367,7 @@ class RestJobClient(JobClientBase):
         from flinkish_cli.submission.upload import UploadedRun, program_archive
 
         archive, entry = program_archive(request)
-        body = {"name": Path(entry).name, "archive": base64.b64encode(archive).decode()}
+        body = JarUpload(Path(entry).name, base64.b64encode(archive).decode()).to_wire()
         answer = self.endpoint.json(m.JAR_UPLOAD.method, m.JAR_UPLOAD.path, body=body)
         upload_id = answer.get("filename") if isinstance(answer, dict) else None
         if not isinstance(upload_id, str):

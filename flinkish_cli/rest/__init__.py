@@ -4,6 +4,8 @@ take it from here and neither writes it again.
 
 - :mod:`.messages`: every route, as Flink's ``MessageHeaders``: its method, its path and
   path parameters, its request and response types.
+- :mod:`.bodies`: the trigger messages' JSON bodies, field by field (their names on the
+  wire and their types), read by the server and written by the client.
 - :mod:`.wire`: what travels beside the bodies: flinkish's request headers, the events of
   an upgrade carried out on the server, and the job client's errors sent whole.
 

@@ -7,11 +7,12 @@ the REST job client builds its requests from them (:mod:`flinkish_cli.client.res
 anywhere else (tests/rest/test_messages.py checks).
 
 The body types are Flink's class names where the message is Flink's (what Flink's errors
-name: "Request did not match expected format JarRunRequestBody."), else flinkish's own; the
-documents themselves are written by :mod:`flinkish_cli.web.flink_json` and read by the
-client. Flink's routes are served with and without :data:`VERSION_PREFIX`; flinkish's own
-live under ``/flinkish/`` (never a path of Flink's: :mod:`.wire` says what travels on them
-besides the bodies).
+name: "Request did not match expected format JarRunRequestBody."), else flinkish's own. The
+trigger messages' bodies are declared field by field in :mod:`.bodies`, read by the server
+and written by the client; the other documents are written by
+:mod:`flinkish_cli.web.flink_json` and read by the client. Flink's routes are served with
+and without :data:`VERSION_PREFIX`; flinkish's own live under ``/flinkish/`` (never a path
+of Flink's: :mod:`.wire` says what travels on them besides the bodies).
 """
 
 from __future__ import annotations
@@ -19,6 +20,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from urllib.parse import quote
+
+from flinkish_cli.rest.bodies import (
+    CheckpointTriggerRequestBody,
+    JarUpload,
+    RequestBody,
+    SavepointDisposalRequest,
+    SavepointTriggerRequestBody,
+    StopWithSavepointRequestBody,
+    TriggerResponse,
+)
 
 #: Flink's REST API version prefix: every Flink route is served under it too.
 VERSION_PREFIX = "/v1"
@@ -29,12 +40,13 @@ _PARAMETER = re.compile(r"\{([a-z]+)\}")
 @dataclass(frozen=True)
 class Message:
     """One route: ``method path``, the body it takes (``request``) and the one it answers
-    (``response``), None for none or for text."""
+    (``response``), None for none or for text: a class of :mod:`.bodies` where the body is
+    declared there, else its type's name."""
 
     method: str
     path: str
-    request: str | None = None
-    response: str | None = None
+    request: type[RequestBody] | str | None = None
+    response: type[RequestBody] | str | None = None
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -65,21 +77,21 @@ CHECKPOINT_STATISTICS = Message(
     "GET", "/jobs/{jobid}/checkpoints", response="CheckpointingStatistics"
 )
 CHECKPOINT_TRIGGER = Message(
-    "POST", "/jobs/{jobid}/checkpoints", "CheckpointTriggerRequestBody", "TriggerResponse"
+    "POST", "/jobs/{jobid}/checkpoints", CheckpointTriggerRequestBody, TriggerResponse
 )
 CHECKPOINT_STATUS = Message(
     "GET", "/jobs/{jobid}/checkpoints/{triggerid}", response="CheckpointStatusInfo"
 )
 JOB_EXCEPTIONS = Message("GET", "/jobs/{jobid}/exceptions", response="JobExceptionsInfoWithHistory")
 STOP_WITH_SAVEPOINT = Message(
-    "POST", "/jobs/{jobid}/stop", "StopWithSavepointRequestBody", "TriggerResponse"
+    "POST", "/jobs/{jobid}/stop", StopWithSavepointRequestBody, TriggerResponse
 )
 SAVEPOINT_TRIGGER = Message(
-    "POST", "/jobs/{jobid}/savepoints", "SavepointTriggerRequestBody", "TriggerResponse"
+    "POST", "/jobs/{jobid}/savepoints", SavepointTriggerRequestBody, TriggerResponse
 )
 SAVEPOINT_STATUS = Message("GET", "/jobs/{jobid}/savepoints/{triggerid}", response="SavepointInfo")
 SAVEPOINT_DISPOSAL = Message(
-    "POST", "/savepoint-disposal", "SavepointDisposalRequest", "TriggerResponse"
+    "POST", "/savepoint-disposal", SavepointDisposalRequest, TriggerResponse
 )
 SAVEPOINT_DISPOSAL_STATUS = Message(
     "GET", "/savepoint-disposal/{triggerid}", response="AsynchronousOperationResult"
@@ -88,7 +100,7 @@ RESOURCE_REQUIREMENTS = Message(
     "GET", "/jobs/{jobid}/resource-requirements", response="JobResourceRequirementsBody"
 )
 RESOURCE_REQUIREMENTS_UPDATE = Message(
-    "PUT", "/jobs/{jobid}/resource-requirements", "JobResourceRequirementsBody", "TriggerResponse"
+    "PUT", "/jobs/{jobid}/resource-requirements", "JobResourceRequirementsBody", TriggerResponse
 )
 RESOURCE_REQUIREMENTS_STATUS = Message(
     "GET", "/jobs/{jobid}/resource-requirements/{triggerid}", response="RescaleStatus"
@@ -125,7 +137,7 @@ LAST_SAVEPOINTS = Message("GET", "/flinkish/registry/last-savepoints", response=
 REGISTRY_JOB_RESCALES = Message(
     "GET", "/flinkish/registry/jobs/{jobid}/rescales", response="RescaleHistory"
 )
-JAR_UPLOAD = Message("POST", "/flinkish/jars/upload", "JarUpload", "JarUploadResponseBody")
+JAR_UPLOAD = Message("POST", "/flinkish/jars/upload", JarUpload, "JarUploadResponseBody")
 JAR_RUN = Message("POST", "/flinkish/jars/{jarid}/run", "JarRunRequestBody", "JarRunResponseBody")
 #: answered with events, one JSON object a line (:func:`.wire.event`)
 JAR_UPGRADE = Message("POST", "/flinkish/jars/{jarid}/upgrade", "UpgradeRequest", "UpgradeEvents")

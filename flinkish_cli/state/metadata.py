@@ -20,15 +20,21 @@ source reads; reading it here saves a Spark job per query, and lets ``state`` ch
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import StateError, StateNotFoundError
 from flinkish_cli.state.model import DEFAULT_STORE, JOIN_SIDES, StoreState
 
+if TYPE_CHECKING:
+    from flinkish_cli.storage.base import Storage
+
 #: The metadata is small; anything bigger is not Spark's.
 MAX_BYTES = 1024 * 1024
+#: where Spark keeps an operator's metadata, under ``state/<id>/``
+METADATA_DIR = "_metadata"
+#: the first line of a metadata file
+VERSIONS = ("v1", "v2")
 
 
 @dataclass
@@ -70,32 +76,56 @@ class OperatorMetadata:
         )
 
 
-def read_metadata(query_dir: str, operator_id: int, batch: int) -> OperatorMetadata | None:
-    """The metadata of operator ``operator_id`` in a local query checkpoint, as of ``batch``
-    (a version-2 file of a later batch is not this batch's); None when there is none that
-    parses."""
-    base = os.path.join(query_dir, "state", str(operator_id), "_metadata")
-    v2 = os.path.join(base, "v2")
-    path = os.path.join(base, "metadata")
-    if os.path.isdir(v2):
-        batches = sorted(int(n) for n in os.listdir(v2) if n.isdigit() and int(n) <= batch)
-        if batches:
-            path = os.path.join(v2, str(batches[-1]))
+def read_operator(
+    storage: Storage, query_dir: str, operator_id: int, batch: int | None = None
+) -> OperatorMetadata | None:
+    """The metadata of operator ``operator_id`` in the query checkpoint ``query_dir`` on
+    ``storage``, as of ``batch`` (None: the newest; a version-2 file of a later batch is not
+    this batch's): the newest version-2 file that parses, else version 1's; None when none
+    parses. The one reader of Spark's operator metadata: ``state``, the job graph and the
+    state check all read it here."""
+    from flinkish_cli.errors import StorageError
+    from flinkish_cli.storage.uri import join
+
+    base = join(query_dir, "state", str(operator_id), METADATA_DIR)
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            return None
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return parse_metadata(text)
+        numbered = [e.name for e in storage.list(join(base, "v2")) if e.name.isdigit()]
+    except StorageError:
+        numbered = []
+    batches = sorted(int(n) for n in numbered if batch is None or int(n) <= batch)
+    candidates = [join(base, "v2", str(b)) for b in reversed(batches)] + [join(base, "metadata")]
+    for path in candidates:
+        try:
+            if storage.size(path) > MAX_BYTES:
+                continue
+            found = parse_metadata(storage.read_text(path))
+        except (OSError, StorageError, UnicodeDecodeError):
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def stateful_operators(storage: Storage, query_dir: str) -> list[int]:
+    """The ids of the stateful operators with state in the query checkpoint ``query_dir``."""
+    from flinkish_cli.storage.uri import join
+
+    state = join(query_dir, "state")
+    return sorted(int(e.name) for e in storage.list(state) if e.is_dir and e.name.isdigit())
+
+
+def read_metadata(query_dir: str, operator_id: int, batch: int) -> OperatorMetadata | None:
+    """:func:`read_operator` of a query checkpoint on local disk (a copy ``state`` reads)."""
+    from flinkish_cli.storage.local import LocalStorage
+
+    return read_operator(LocalStorage(), query_dir, operator_id, batch)
 
 
 def parse_metadata(text: str) -> OperatorMetadata | None:
     """A metadata file's content (``v1`` or ``v2``, then one JSON object); None when it is
     not one."""
     version, _, body = text.partition("\n")
-    if version.strip() not in ("v1", "v2"):
+    if version.strip() not in VERSIONS:
         return None
     try:
         data = json.loads(body)

@@ -22,6 +22,14 @@ from starlette.routing import Route
 from flinkish_cli.client.base import TriggerResult, checkpoint_of, is_trigger_id
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.rest import messages as m
+from flinkish_cli.rest.bodies import (
+    BodyMismatch,
+    CheckpointTriggerRequestBody,
+    SavepointDisposalRequest,
+    SavepointTriggerRequestBody,
+    StopWithSavepointRequestBody,
+    TriggerResponse,
+)
 from flinkish_cli.web import flink_checkpoints, flink_cluster, flink_json, parsing
 from flinkish_cli.web.handling import Handlers
 from flinkish_cli.web.replies import FlinkError, ok, route
@@ -134,34 +142,29 @@ class FlinkApi(Handlers):
     async def stop(self, request: Request) -> Response:
         """Stops the job with a savepoint (``targetDirectory``, ``drain``); its trigger id."""
         job_id = parsing.job_id(request)
-        allowed = {"targetDirectory": (str,), "drain": (bool,)}
-        data, trigger, fmt = await parsing.savepoint_body(
-            request, allowed, "StopWithSavepointRequestBody"
-        )
+        data = await parsing.body(request, StopWithSavepointRequestBody)
+        trigger, fmt = parsing.savepoint_request(data)
         ttl = parsing.request_timeout(request)
         self._require_cancel()
         await self._status(job_id)
         tid = await self._act(
             lambda: self.client.stop_detached(
-                job_id, data.get("targetDirectory"), bool(data.get("drain")), fmt,
-                trigger_id=trigger, ttl=ttl,
+                job_id, data.target_directory, bool(data.drain), fmt, trigger_id=trigger, ttl=ttl
             ),
             job_id,
-        )  # fmt: skip
-        return ok({"request-id": tid}, 202)
+        )
+        return ok(TriggerResponse(tid).to_wire(), 202)
 
     async def savepoint(self, request: Request) -> Response:
         """Triggers a savepoint (``target-directory``; ``cancel-job`` cancels the job after it); its
         trigger id."""
         job_id = parsing.job_id(request)
-        allowed = {"target-directory": (str,), "cancel-job": (bool,)}
-        data, trigger, fmt = await parsing.savepoint_body(
-            request, allowed, "SavepointTriggerRequestBody"
-        )
-        target = data.get("target-directory")
+        data = await parsing.body(request, SavepointTriggerRequestBody)
+        trigger, fmt = parsing.savepoint_request(data)
+        target = data.target_directory
         ttl = parsing.request_timeout(request)
         await self._status(job_id)
-        if data.get("cancel-job"):
+        if data.cancel_job:
             self._require_cancel()
             tid = await self._act(
                 lambda: self.client.stop_detached(
@@ -174,7 +177,7 @@ class FlinkApi(Handlers):
                 lambda: self.client.savepoint_detached(job_id, target, fmt, trigger, ttl),
                 job_id,
             )
-        return ok({"request-id": tid}, 202)
+        return ok(TriggerResponse(tid).to_wire(), 202)
 
     async def savepoint_status(self, request: Request) -> Response:
         """The savepoint trigger's status: IN_PROGRESS, or COMPLETED with the savepoint's
@@ -187,16 +190,13 @@ class FlinkApi(Handlers):
     async def checkpoint(self, request: Request) -> Response:
         """Triggers a checkpoint (every query commits its next micro-batch); its trigger id."""
         job_id = parsing.job_id(request)
-        allowed = {"checkpointType": (str,), "triggerId": (str,)}
-        data = await parsing.body(request, allowed, "CheckpointTriggerRequestBody")
+        data = await parsing.body(request, CheckpointTriggerRequestBody)
         trigger = parsing.trigger_id(data)
-        parsing.choice(
-            data, "checkpointType", parsing.CHECKPOINT_TYPES, "CONFIGURED"
-        )  # all are one here
+        parsing.choice(data, "checkpoint_type", parsing.CHECKPOINT_TYPES)  # all are one here
         ttl = parsing.request_timeout(request)
         await self._status(job_id)
         tid = await self._act(lambda: self.client.checkpoint_detached(job_id, trigger, ttl), job_id)
-        return ok({"request-id": tid}, 202)
+        return ok(TriggerResponse(tid).to_wire(), 202)
 
     async def checkpoint_status(self, request: Request) -> Response:
         """The checkpoint trigger's status: IN_PROGRESS, or COMPLETED with the checkpoint id."""
@@ -233,12 +233,12 @@ class FlinkApi(Handlers):
 
     async def dispose(self, request: Request) -> Response:
         """Disposes of a savepoint (``savepoint-path``); its trigger id."""
-        data = await parsing.body(request, {"savepoint-path": (str,)}, "SavepointDisposalRequest")
-        path = data.get("savepoint-path")
+        data = await parsing.body(request, SavepointDisposalRequest)
+        path = data.savepoint_path
         if not path:
-            raise FlinkError(400, "Request did not match expected format SavepointDisposalRequest.")
+            raise FlinkError(400, str(BodyMismatch(SavepointDisposalRequest.NAME)))
         tid = await run_in_threadpool(self.client.dispose_detached, path)
-        return ok({"request-id": tid})
+        return ok(TriggerResponse(tid).to_wire())
 
     async def dispose_status(self, request: Request) -> Response:
         """The disposal's status: COMPLETED once the savepoint is gone."""

@@ -1,20 +1,29 @@
-"""Reading a request of Flink's REST API: the path's JobID, a JSON body whose fields must be
-of the types Flink's message classes declare, trigger ids and enumerated choices. Anything
+"""Reading a request of Flink's REST API: the path's JobID, a JSON body as its message's
+(:mod:`flinkish_cli.rest.bodies`), trigger ids and enumerated choices. Anything
 that does not match is Flink's 400 (:class:`~.replies.FlinkError`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from typing import TypeVar
 
 from starlette.requests import Request
 
 from flinkish_cli.client.base import is_trigger_id
 from flinkish_cli.registry.jobid import is_job_id
+from flinkish_cli.rest.bodies import (
+    BodyMismatch,
+    CheckpointTriggerRequestBody,
+    RequestBody,
+    SavepointTriggerRequestBody,
+    StopWithSavepointRequestBody,
+)
 from flinkish_cli.web.replies import FlinkError
 
 FORMAT_TYPES = ("CANONICAL", "NATIVE")
 CHECKPOINT_TYPES = ("CONFIGURED", "FULL", "INCREMENTAL")
+
+_Body = TypeVar("_Body", bound=RequestBody)
 
 
 def job_id(request: Request) -> str:
@@ -28,41 +37,42 @@ def job_id(request: Request) -> str:
     return value.lower()
 
 
-async def body(request: Request, allowed: Mapping[str, tuple[type, ...]] | None, name: str) -> dict:
-    """The request's JSON object, each field of an allowed type (null allowed; any field
-    when ``allowed`` is None); Flink's 400 otherwise. An empty body is ``{}``, as Flink's
-    clients send for no body."""
+async def _document(request: Request, name: str) -> object:
+    """The request's body as decoded JSON; Flink's 400 naming ``name`` when it is not JSON.
+    An empty body is ``{}``, as Flink's clients send for no body."""
     raw = await request.body()
-    mismatch = FlinkError(400, f"Request did not match expected format {name}.")
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        return json.loads(raw)
     except (ValueError, RecursionError):
-        raise mismatch from None
-    if not isinstance(data, dict):
-        raise mismatch
-    if allowed is None:
-        return data
-    if set(data) - set(allowed):
-        raise mismatch
-    for key, value in data.items():
-        if value is not None and (
-            not isinstance(value, allowed[key])
-            or (isinstance(value, bool) and bool not in allowed[key])
-        ):
-            raise mismatch
-    return data
+        raise FlinkError(400, str(BodyMismatch(name))) from None
+
+
+async def body(request: Request, message: type[_Body]) -> _Body:
+    """The request's body as the message's (:mod:`flinkish_cli.rest.bodies`): each field
+    declared and of its type; Flink's 400 otherwise."""
+    try:
+        return message.from_wire(await _document(request, message.NAME))
+    except BodyMismatch as mismatch:
+        raise FlinkError(400, str(mismatch)) from None
 
 
 async def json_object(request: Request, name: str) -> dict:
     """The request's body as a JSON object of any fields; Flink's 400 naming ``name``
     otherwise (an empty body is ``{}``)."""
-    return await body(request, None, name)
+    data = await _document(request, name)
+    if not isinstance(data, dict):
+        raise FlinkError(400, str(BodyMismatch(name)))
+    return data
 
 
-def trigger_id(data: dict, key: str = "triggerId") -> str | None:
-    value = data.get(key)
+def trigger_id(
+    data: CheckpointTriggerRequestBody | StopWithSavepointRequestBody | SavepointTriggerRequestBody,
+) -> str | None:
+    """The trigger id the caller chose (lower case), None for none; Flink's 400 for one that
+    is not 32 hexadecimal digits."""
+    value, key = data.trigger_id, data.wire_names()["trigger_id"]
     if value is None:
         return None
     if not is_trigger_id(value.lower()):
@@ -70,26 +80,19 @@ def trigger_id(data: dict, key: str = "triggerId") -> str | None:
     return value.lower()
 
 
-async def savepoint_body(
-    request: Request, allowed: Mapping[str, tuple[type, ...]], name: str
-) -> tuple[dict, str | None, str]:
-    """A savepoint-taking request's body (stop, savepoint): its fields, its trigger id (the
-    caller's, if any) and its format type."""
-    data = await body(request, {**allowed, "triggerId": (str,), "formatType": (str,)}, name)
-    for key in TARGET_KEYS:
-        savepoint_target(data, key)
-    return data, trigger_id(data), choice(data, "formatType", FORMAT_TYPES, "CANONICAL")
+def savepoint_request(
+    data: StopWithSavepointRequestBody | SavepointTriggerRequestBody,
+) -> tuple[str | None, str]:
+    """A savepoint-taking request's (stop, savepoint) trigger id (the caller's, if any) and
+    format type, its target checked."""
+    savepoint_target(data.target_directory, data.wire_names()["target_directory"])
+    return trigger_id(data), choice(data, "format_type", FORMAT_TYPES)
 
 
-#: The fields of Flink's savepoint-taking requests that name the savepoint's directory.
-TARGET_KEYS = ("target-directory", "targetDirectory")
-
-
-def savepoint_target(data: dict, key: str) -> None:
-    """Flink's 400 for a savepoint directory given over REST that is relative (it would be
-    resolved against the server's working directory, not the sender's) or holds a control
-    character (a NUL, a line break)."""
-    value = data.get(key)
+def savepoint_target(value: str | None, key: str) -> None:
+    """Flink's 400 for a savepoint directory given over REST (in the field ``key``) that is
+    relative (it would be resolved against the server's working directory, not the sender's)
+    or holds a control character (a NUL, a line break)."""
     if value is None:
         return
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
@@ -125,8 +128,10 @@ def request_timeout(request: Request) -> float:
     return value
 
 
-def choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
-    value = (data.get(key) or default).upper()
+def choice(data: RequestBody, field: str, choices: tuple[str, ...]) -> str:
+    """An enumerated field's value (upper case; absent: the first choice, Flink's default);
+    Flink's 400, naming the field as sent, for another."""
+    value, key = (getattr(data, field) or choices[0]).upper(), data.wire_names()[field]
     if value not in choices:
         raise FlinkError(400, f"{key} must be one of {', '.join(choices)}, not {value[:32]!r}.")
     return value

@@ -39,6 +39,7 @@ from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.rest import messages as m
+from flinkish_cli.rest.bodies import TriggerResponse
 from flinkish_cli.web import parsing
 from flinkish_cli.web.flink_checkpoints import stats_summary
 from flinkish_cli.web.flink_json import vertex_id
@@ -225,7 +226,7 @@ class RescaleRoutes:
             raise FlinkError(400, error.message, error) from None
         except JobError as error:
             raise FlinkError(409, error.message, error) from None
-        return ok({"request-id": trigger})
+        return ok(TriggerResponse(trigger).to_wire())
 
     async def rescale_status(self, request: Request) -> Response:
         """Where a rescale asked for by :meth:`put_requirements` stands."""

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from flinkish_cli.rest import messages as m
+from flinkish_cli.rest.bodies import JarUpload
 from flinkish_cli.web import parsing
 from flinkish_cli.web.handling import Following, Handlers
 from flinkish_cli.web.replies import FlinkError, ok, route
@@ -34,9 +35,9 @@ class UploadsApi(Handlers):
     async def upload_program(self, request: Request) -> Response:
         """``POST /flinkish/jars/upload``: the program's zip, kept privately; its id."""
         self._require_submit()
-        data = await parsing.body(request, {"name": (str,), "archive": (str,)}, "JarUpload")
+        data = await parsing.body(request, JarUpload)
         try:
-            archive = base64.b64decode(data.get("archive") or "", validate=True)
+            archive = base64.b64decode(data.archive or "", validate=True)
         except ValueError:
             raise FlinkError(400, "The upload's archive is not base64.") from None
         directory, keep = self.settings.upload_dir, self.settings.upload_timeout

@@ -1,0 +1,136 @@
+"""The JSON bodies of the trigger messages, declared once: each is a class named as Flink's
+(what Flink's errors name: "Request did not match expected format
+StopWithSavepointRequestBody."), its fields with their names on the wire and their JSON
+types. The server reads a request with :meth:`RequestBody.from_wire` (:mod:`flinkish_cli.web`)
+and the REST job client writes one with :meth:`RequestBody.to_wire`
+(:mod:`flinkish_cli.client.rest`, :mod:`flinkish_cli.client.remote`): no field name of these
+bodies is written anywhere else (tests/rest/test_bodies.py checks).
+
+Every field may be absent or ``null`` (None here), as in Flink's bodies; a body with a field
+it does not declare, or a field of another JSON type, does not match (a JSON ``true`` is no
+number). What a field's value must be beyond its type (a trigger id's 32 hexadecimal digits,
+an absolute savepoint target) is the server's check, not the body's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, TypeVar
+
+_Body = TypeVar("_Body", bound="RequestBody")
+
+
+class BodyMismatch(ValueError):
+    """A body that is not the message's: not a JSON object, an undeclared field, or a field
+    of another type. Its text is Flink's answer (HTTP 400)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Request did not match expected format {name}.")
+
+
+def wire(name: str, *types: type) -> Any:
+    """A body's field: its name on the wire and the JSON types it takes (absent: None)."""
+    return dataclasses.field(default=None, metadata={"wire": name, "types": types})
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestBody:
+    """A message's body: a frozen dataclass whose fields are declared with :func:`wire`."""
+
+    #: the body's name in errors: Flink's class name, or flinkish's own
+    NAME: ClassVar[str] = "RequestBody"
+
+    @classmethod
+    def wire_names(cls) -> dict[str, str]:
+        """Each field's name on the wire, by attribute."""
+        return {f.name: f.metadata["wire"] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_wire(cls: type[_Body], data: object, strict: bool = True) -> _Body:
+        """The body of a decoded JSON document; :class:`BodyMismatch` if it is not one.
+        Not ``strict`` (an answer read by a client): fields it does not declare are
+        ignored, as a newer server may send more."""
+        if not isinstance(data, dict):
+            raise BodyMismatch(cls.NAME)
+        fields = {f.metadata["wire"]: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            declared = fields.get(key)
+            if declared is None:
+                if not strict:
+                    continue
+                raise BodyMismatch(cls.NAME)
+            types = declared.metadata["types"]
+            if value is not None and (
+                not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+            ):
+                raise BodyMismatch(cls.NAME)
+            values[declared.name] = value
+        return cls(**values)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The body as a JSON object, without the fields that are None."""
+        names = self.wire_names()
+        return {
+            names[f.name]: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is not None
+        }
+
+
+# -- Flink's trigger messages ----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class CheckpointTriggerRequestBody(RequestBody):
+    """``POST /jobs/:jobid/checkpoints``."""
+
+    NAME: ClassVar[str] = "CheckpointTriggerRequestBody"
+    checkpoint_type: str | None = wire("checkpointType", str)
+    trigger_id: str | None = wire("triggerId", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class StopWithSavepointRequestBody(RequestBody):
+    """``POST /jobs/:jobid/stop``."""
+
+    NAME: ClassVar[str] = "StopWithSavepointRequestBody"
+    target_directory: str | None = wire("targetDirectory", str)
+    drain: bool | None = wire("drain", bool)
+    format_type: str | None = wire("formatType", str)
+    trigger_id: str | None = wire("triggerId", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class SavepointTriggerRequestBody(RequestBody):
+    """``POST /jobs/:jobid/savepoints`` (``cancel-job``: cancel the job after the savepoint)."""
+
+    NAME: ClassVar[str] = "SavepointTriggerRequestBody"
+    target_directory: str | None = wire("target-directory", str)
+    cancel_job: bool | None = wire("cancel-job", bool)
+    format_type: str | None = wire("formatType", str)
+    trigger_id: str | None = wire("triggerId", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class SavepointDisposalRequest(RequestBody):
+    """``POST /savepoint-disposal``."""
+
+    NAME: ClassVar[str] = "SavepointDisposalRequest"
+    savepoint_path: str | None = wire("savepoint-path", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class TriggerResponse(RequestBody):
+    """The answer to every trigger: the trigger's id, to poll its status with."""
+
+    NAME: ClassVar[str] = "TriggerResponse"
+    request_id: str | None = wire("request-id", str)
+
+
+# -- flinkish's own --------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class JarUpload(RequestBody):
+    """``POST /flinkish/jars/upload``: a program's zip, base64-encoded, and its name."""
+
+    NAME: ClassVar[str] = "JarUpload"
+    name: str | None = wire("name", str)
+    archive: str | None = wire("archive", str)
