@@ -7,7 +7,10 @@ imports only those below it, checked by ``lint-imports``, see pyproject.toml):
 - :mod:`flinkish_cli.web`         ``flinkish web``: Flink's REST API, the dashboard, metrics.
 - :mod:`flinkish_cli.client`      the job client: every action on jobs, for every front end.
 - :mod:`flinkish_cli.submission`  the CLI's side of a run: plan, packaging, ``spark-submit``.
-- :mod:`flinkish_cli.runtime`     the job's processes: its supervisor and its Spark driver.
+- :mod:`flinkish_cli.planning`    dry runs of a program for the CLI and ``flinkish web``:
+  ``flinkish info``'s plan, a restore's state check.
+- :mod:`flinkish_cli.runtime`     the job's processes: its supervisor and its Spark driver
+  (layers of its own inside, the ``runtime`` contract).
 - :mod:`flinkish_cli.state`, :mod:`flinkish_cli.autoscaler`  reading query state; the
   autoscaler's pure decision.
 - :mod:`flinkish_cli.savepoints`  savepoints: snapshot, validate, restore, dispose.

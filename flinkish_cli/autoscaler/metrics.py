@@ -32,7 +32,7 @@ run at another parallelism or by a cold JVM and are never read.
 - **backlog**: the records the query's sources are behind their latest offsets
   (Flink's ``pendingRecords``: a Kafka source's over all its partitions, from its end and
   latest offsets; summed over sources; a file source's as flinkish measures it,
-  :mod:`flinkish_cli.runtime.file_backlog`) at the window's newest batch that reports it,
+  :mod:`flinkish_cli.runtime.connectors.file_backlog`) at the window's newest batch that reports it,
   and at its oldest (to tell whether it shrinks), less what arrives in one batch period at
   the input rate: what arrived while a batch ran is what the next batch reads, the queue
   of any micro-batch query, not a backlog to catch up on; None: unknown, the sources report

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flinkish_cli.runtime.planner import QueryPlan
+    from flinkish_cli.planning.planner import QueryPlan
 
 
 def explain(config: Any, script: str, args: list[str]) -> tuple[str, list[QueryPlan]]:
@@ -16,7 +16,7 @@ def explain(config: Any, script: str, args: list[str]) -> tuple[str, list[QueryP
     sharing archive, as a driver does (``env.java.class-data-sharing``)."""
     from flinkish_cli.config import to_spark
     from flinkish_cli.plan.job import Entry
-    from flinkish_cli.runtime.planner import plan_queries
+    from flinkish_cli.planning.planner import plan_queries
     from flinkish_cli.spark.install import check_java
     from flinkish_cli.submission.shipping import ship_connectors
     from flinkish_cli.submission.submit import RunRequest, check_program

@@ -16,7 +16,7 @@ from flinkish_cli.registry.jobid import parse_job_id
 
 if TYPE_CHECKING:
     from flinkish_cli.client.upgrade.outcome import UpgradePresenter
-    from flinkish_cli.runtime.warm import WarmRunner
+    from flinkish_cli.submission.warm_runner import WarmRunner
 
 
 class Uploads:
@@ -46,8 +46,8 @@ class Uploads:
         return sweep(Path(upload_dir).expanduser(), max_age, ended)
 
     def keep_warm_runner(self) -> None:
-        """Keep a warm runner that uploaded programs start in (one spare
-        job process started ahead; :mod:`flinkish_cli.runtime.warm`) until :meth:`close`."""
+        """Keep a warm runner that uploaded programs start in (one spare job process started
+        ahead; :mod:`flinkish_cli.submission.warm_runner`) until :meth:`close`."""
         from flinkish_cli.submission.upload import warm_runner
 
         if self.warm is None:

@@ -2,10 +2,11 @@
 standard output, in a process group of its own, bounded in time on both sides.
 
 Some work runs in a child process of its own: the planning of a restore's state check
-(``python -m flinkish_cli.runtime.state_check``), a state read for ``flinkish web``
+(``python -m flinkish_cli.planning.state_check``), a state read for ``flinkish web``
 (``python -m flinkish_cli.state``) and a session job's offline repartition
-(``python -m flinkish_cli.runtime.offline_repartition``). Each starts a local Spark, whose JVM
-must go with it, and each request may carry secrets, which never go on a command line.
+(``python -m flinkish_cli.runtime.flavours.offline_repartition``). Each starts a local
+Spark, whose JVM must go with it, and each request may carry secrets, which never go on a
+command line.
 
 - The parent (:func:`run_child`) starts ``python -m <module>`` in a new session (its own
   process group: the child, its JVM and whatever else it starts), writes the request, and

@@ -27,8 +27,8 @@ Sources:
   (-1, as Flink itself reports a CPU figure it cannot read).
 
 The driver writes the file every ``flinkish.metrics.jvm.interval``
-(:mod:`flinkish_cli.runtime.process_metrics`); ``/metrics`` and ``/overview`` read it for each
-job that is not over. A record older than
+(:mod:`flinkish_cli.runtime.driver.process_metrics`); ``/metrics`` and ``/overview`` read it
+for each job that is not over. A record older than
 :data:`STALE_INTERVALS` intervals (a driver gone, a JVM that stopped answering) is not
 shown. Reading is forgiving: a missing, damaged or foreign file is no record.
 """

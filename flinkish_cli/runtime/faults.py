@@ -13,10 +13,10 @@ is repartitioned), ``restore-repartitioned`` (state repartitioned for a new para
 yet marked restored), ``savepoint-snapshot`` (the driver chose the files of a savepoint,
 before copying them), ``rescale-repartitioned`` (an in-place rescale's state repartitioned,
 not yet marked done: injected by the rescale's first driver, whatever its attempt), and the
-Kafka sink's points of :mod:`.kafka_sink` (``kafka-sink-first-record``,
-``kafka-sink-between-records`` in an executor's worker, which also knows ``worker``: the
-worker itself; ``kafka-sink-committed`` in the driver). Nothing happens unless the variable
-names the point.
+Kafka sink's points of :mod:`~flinkish_cli.runtime.connectors.kafka_sink`
+(``kafka-sink-first-record``, ``kafka-sink-between-records`` in an executor's worker, which
+also knows ``worker``: the worker itself; ``kafka-sink-committed`` in the driver). Nothing
+happens unless the variable names the point.
 """
 
 from __future__ import annotations

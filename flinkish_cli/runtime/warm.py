@@ -1,7 +1,9 @@
 """Warm runners: a session-cluster job's supervisor and client started before the job exists.
 
-``flinkish web`` (when it takes programs, ``web.submit.enable``, and
-``flinkish.web.submit.warm-runner`` is on) keeps **one spare**, a :class:`WarmRunner`:
+This module owns the protocol and the spares' side of it; the server's pool is
+:class:`~flinkish_cli.submission.warm_runner.WarmRunner`. ``flinkish web`` (when it takes
+programs, ``web.submit.enable``, and ``flinkish.web.submit.warm-runner`` is on) keeps **one
+spare**, a ``WarmRunner``:
 
 1. The spare is ``python -m flinkish_cli.runtime.supervisor --warm``, started ahead of time
    in a session of its own with the environment a submitted job gets (the server's
@@ -15,21 +17,21 @@
    session (a job's session carries the job's own settings). Both then block, each reading
    one line from its standard input: a run directory.
 2. A job's ``launch()`` writes the run directory's files as for any job and, instead of
-   starting a cold supervisor, :meth:`WarmRunner.take` hands the spare that run directory
-   (one line, then end of file), when the job is a session-cluster job whose output goes to
-   its log (every job submitted through flinkish web) and whose environment is the spare's;
+   starting a cold supervisor, ``WarmRunner.take`` hands the spare that run directory (one
+   line, then end of file), when the job is a session-cluster job whose output goes to its
+   log (every job submitted through flinkish web) and whose environment is the spare's;
    otherwise the job starts cold, as before. A spare that dies while it waits is replaced
-   (:meth:`WarmRunner._watch`; one that died young only when the next job comes); with no
+   (``WarmRunner._watch``; one that died young only when the next job comes); with no
    spare alive, one is started and handed the job at once (never slower than a cold start).
-   The next spare starts once the job has started (:meth:`WarmRunner.refill_after`: RUNNING
-   or ended, at most :data:`REFILL_TIMEOUT` seconds later), so that its imports do not
+   The next spare starts once the job has started (``WarmRunner.refill_after``: RUNNING or
+   ended, at most ``REFILL_TIMEOUT`` seconds later), so that its imports do not
    compete with the job's start for the CPU.
 3. The spare supervisor (:func:`serve_one_job`) points its standard input at ``/dev/null``
    and its output at the job's log, as ``launch()`` would have, then runs the job as any
    supervisor does. Its first driver attempt hands the spare client the run directory
    (:func:`hand_client`, when the job's client command is the spare's); the client
    (:func:`client_wait`) points its input and output as the supervisor did, applies the
-   job's ``spec.env`` and runs :func:`~flinkish_cli.runtime.driver.main_connect` on it.
+   job's ``spec.env`` and runs :func:`~flinkish_cli.runtime.driver.driver.main_connect` on it.
    Later attempts (restarts) start cold clients, as for any job; a spare client the job
    cannot use is killed.
 
@@ -47,8 +49,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,14 +56,6 @@ log = logging.getLogger("flinkish.warm")
 
 #: The argument of the supervisor and the client that makes them spares.
 WARM_FLAG = "--warm"
-#: The next spare starts at the latest this many seconds after a spare was handed a job.
-REFILL_TIMEOUT = 60.0
-#: How often :meth:`WarmRunner.refill_after` asks whether the job has started.
-REFILL_POLL = 0.25
-#: How often a waiting spare is checked; one that dies sooner than SHORTEST_LIFE seconds
-#: after it started is replaced only when the next job comes.
-WATCH_POLL = 1.0
-SHORTEST_LIFE = 10.0
 #: The line in a job's log that says its client was a warm one.
 WARM_CLIENT_LINE = "Driver attempt %d: process %d (a warm client)."
 
@@ -76,22 +68,22 @@ SUPERVISOR_IMPORTS = (
     "flinkish_cli.registry.status",
     "flinkish_cli.registry.control",
     "flinkish_cli.registry.logroll",
-    "flinkish_cli.runtime.driver",
+    "flinkish_cli.runtime.driver.driver",
     "flinkish_cli.runtime.restart",
     "flinkish_cli.storage",
 )
 #: What a spare client imports ahead of a job: pyspark's Connect client and flinkish's
-#: runtime (what :func:`~flinkish_cli.runtime.driver.main_connect` imports).
+#: runtime (what :func:`~flinkish_cli.runtime.driver.driver.main_connect` imports).
 CLIENT_IMPORTS = (
     "pandas",
     "pyarrow",
     "pyspark.sql.connect.session",
     "flinkish_cli.config",
     "flinkish_cli.registry.store",
-    "flinkish_cli.runtime.session",
-    "flinkish_cli.runtime.job",
-    "flinkish_cli.runtime.hooks",
-    "flinkish_cli.runtime.attempts",
+    "flinkish_cli.runtime.flavours.session",
+    "flinkish_cli.runtime.driver.job",
+    "flinkish_cli.runtime.queries.hooks",
+    "flinkish_cli.runtime.driver.attempts",
 )
 
 
@@ -112,130 +104,8 @@ def client_command(python: str | None = None) -> list[str]:
     return [python or sys.executable, connect_client_file(), WARM_FLAG]
 
 
-# -- the server's side ----------------------------------------------------------------------
-class WarmRunner:
-    """``flinkish web``'s one spare supervisor, replaced after each job it takes."""
-
-    def __init__(
-        self,
-        environment: dict[str, str],
-        command: list[str] | None = None,
-    ) -> None:
-        self.environment = dict(environment)
-        self.command = command or supervisor_command()
-        self.taken = 0  # jobs handed to spares
-        self._spare: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def start(self) -> WarmRunner:
-        """Start the first spare now."""
-        with self._lock:
-            self._ensure_spare()
-        return self
-
-    def take(self, run_dir: Path, environment: dict[str, str]) -> subprocess.Popen[bytes] | None:
-        """Hand ``run_dir`` (its files written) to the spare; the spare's process, now the
-        job's supervisor. None when the job wants another environment, the runner is closed
-        or no spare could start: the job starts cold."""
-        if environment != self.environment:
-            return None
-        with self._lock:
-            if self._closed:
-                return None
-            for _ in range(2):  # a spare that just died: one more, at once
-                try:
-                    spare = self._ensure_spare()
-                except OSError as error:
-                    log.warning("No warm runner (%s): the job starts cold.", error)
-                    return None
-                self._spare = None
-                if _send_line(spare, str(run_dir)):
-                    break
-                _kill(spare)
-            else:
-                return None
-            self.taken += 1
-        log.info("Job of %s handed to warm runner %d.", run_dir.name, spare.pid)
-        return spare
-
-    def refill_after(self, started: Callable[[], bool], timeout: float = REFILL_TIMEOUT) -> None:
-        """Start the next spare (when there is none) once ``started()`` holds (the job just
-        handed over runs or has ended), at the latest after ``timeout`` seconds; in a thread
-        of its own. A ``started`` that raises counts as not yet."""
-
-        def wait() -> None:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and not self._closed:
-                try:
-                    if started():
-                        break
-                except Exception:
-                    pass
-                time.sleep(REFILL_POLL)
-            with self._lock:
-                if not self._closed:
-                    self._ensure_spare()
-
-        threading.Thread(target=wait, name="flinkish-warm-refill", daemon=True).start()
-
-    def spare_pid(self) -> int | None:
-        """The waiting spare's pid (None while there is none)."""
-        with self._lock:
-            spare = self._spare
-            return spare.pid if spare is not None and spare.poll() is None else None
-
-    def close(self) -> None:
-        """Stop the spare (it holds no job); no other spare starts."""
-        with self._lock:
-            self._closed = True
-            spare, self._spare = self._spare, None
-        if spare is not None:
-            _end_spare(spare)
-
-    def _ensure_spare(self) -> subprocess.Popen[bytes]:
-        """The waiting spare, a new one when there is none or it died (lock held)."""
-        if self._spare is not None and self._spare.poll() is not None:
-            log.warning("The warm runner %d died (status %s).", self._spare.pid, self._spare.poll())
-            self._spare = None
-        if self._spare is None:
-            self._spare = subprocess.Popen(
-                self.command,
-                env=self.environment,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,  # it becomes a job's supervisor, which outlives us
-            )
-            watch = threading.Thread(
-                target=self._watch, args=(self._spare,), name="flinkish-warm-watch", daemon=True
-            )
-            watch.start()
-        return self._spare
-
-    def _watch(self, spare: subprocess.Popen[bytes]) -> None:
-        """Replace ``spare`` when it dies while it waits (killed, out of memory), unless it
-        lived less than :data:`SHORTEST_LIFE` (a spare that cannot start: the next job
-        starts one); return once it was handed a job or the runner closed."""
-        born = time.monotonic()
-        while True:
-            try:
-                code = spare.wait(timeout=WATCH_POLL)
-            except subprocess.TimeoutExpired:
-                if self._spare is not spare:
-                    return  # handed a job, or closed
-                continue
-            with self._lock:
-                if self._spare is not spare or self._closed:
-                    return
-                self._spare = None
-                lived = time.monotonic() - born
-                log.warning("The warm runner %d died (status %s).", spare.pid, code)
-                if lived >= SHORTEST_LIFE:
-                    self._ensure_spare()
-            return
-
-
-def _send_line(process: subprocess.Popen[bytes], line: str) -> bool:
+# -- both sides ----------------------------------------------------------------------------
+def send_line(process: subprocess.Popen[bytes], line: str) -> bool:
     """Write one line to ``process`` and close its input; False when it is gone."""
     stdin = process.stdin
     if stdin is None or process.poll() is not None:
@@ -248,14 +118,15 @@ def _send_line(process: subprocess.Popen[bytes], line: str) -> bool:
     return True
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process``'s whole process group (a spare and what it started)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
         process.wait(timeout=10)
 
 
-def _end_spare(process: subprocess.Popen[bytes]) -> None:
+def end_spare(process: subprocess.Popen[bytes]) -> None:
     """End of file ends a waiting spare (and its client); killed when it lingers."""
     with contextlib.suppress(OSError, ValueError):
         if process.stdin is not None:
@@ -263,7 +134,7 @@ def _end_spare(process: subprocess.Popen[bytes]) -> None:
     try:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
-        _kill(process)
+        kill_group(process)
 
 
 # -- the spare's side -----------------------------------------------------------------------
@@ -327,7 +198,7 @@ def serve_one_job(
     run_dir = read()
     if run_dir is None:
         if spare is not None:
-            _end_spare(spare)
+            end_spare(spare)
         return None
     try:
         point_streams(SupervisorSpec.read(run_dir).log_path)
@@ -340,9 +211,9 @@ def hand_client(spare: subprocess.Popen[bytes], argv: list[str]) -> subprocess.P
     """The spare client as the job's first client process, given the run directory of the
     job's client command ``argv``; None (and the spare killed) when that command is not the
     spare's (another Python) or the spare died."""
-    if argv[:2] == client_command()[:2] and len(argv) == 3 and _send_line(spare, argv[2]):
+    if argv[:2] == client_command()[:2] and len(argv) == 3 and send_line(spare, argv[2]):
         return spare
-    _kill(spare)
+    kill_group(spare)
     return None
 
 

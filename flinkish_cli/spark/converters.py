@@ -10,7 +10,7 @@ half a second of CPU importing pandas, in every driver, for jobs that never use 
 A NumPy value exists only once NumPy is imported, so :func:`patch` gives each class a
 ``can_convert`` that looks in ``sys.modules`` first and answers as pyspark's would: one patch
 point per class, ``can_convert`` alone, applied by a classic driver
-(:func:`flinkish_cli.runtime.driver.main`) and the CLI's local sessions
+(:func:`flinkish_cli.runtime.driver.driver.main`) and the CLI's local sessions
 (:func:`flinkish_cli.spark.local.local_session`) before their first call into the JVM.
 Spark Connect has no py4j, and no such converters.
 """

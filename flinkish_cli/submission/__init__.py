@@ -14,6 +14,9 @@
 - :mod:`.upload`       a program sent to ``flinkish web`` (``web.submit.enable``): the CLI zips
   it, the server unpacks it privately and starts it with the configuration sent, in an
   environment without the server's secrets.
+- :mod:`.warm_runner`  the server's pool of warm runners: one spare supervisor started ahead
+  of a job, handed the next job's run directory (the protocol is
+  :mod:`flinkish_cli.runtime.warm`'s).
 
 The plan itself is :mod:`flinkish_cli.plan`'s; what runs in the job's processes is
 :mod:`flinkish_cli.runtime`'s.

@@ -32,8 +32,8 @@ from flinkish_cli.plan.rundir import (
 )
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission.spark_submit import SubmitCommand
+from flinkish_cli.submission.warm_runner import WarmRunner
 
 #: Supervisors started by an older flinkish ran under this name; their jobs may still run.
 _OLD_SUPERVISOR_MODULE = b"flinkish_cli.submission.supervisor"

@@ -8,11 +8,11 @@ is started, stopped or written.
    copy). Each stateful query's state *metadata* is copied to a temporary directory (the
    operator metadata and schema files under ``state/``: a few files, never the state), and
    its operators named from it.
-2. The new program is planned in a child process (:mod:`flinkish_cli.runtime.state_check`,
+2. The new program is planned in a child process (:mod:`flinkish_cli.planning.state_check`,
    a local Spark session with the job's configuration, the program run dry) and Spark
    itself judges each stateful operator's saved state: its own compatibility rules, as a
    restarted query applies them when it plans its first batch.
-3. :func:`~flinkish_cli.runtime.compatibility.compare` weighs the answer with Flink's rules
+3. :func:`~flinkish_cli.planning.compatibility.compare` weighs the answer with Flink's rules
    (``-n/--allowNonRestoredState`` for state the new program no longer has); a mismatch is
    refused in one message naming the query, the operator and what differs, and what is
    allowed is said on standard error.
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.errors import SavepointError
 from flinkish_cli.plan.child import run_child
-from flinkish_cli.runtime.compatibility import PlannedQuery, SavedQuery, Verdict, compare
+from flinkish_cli.planning.compatibility import PlannedQuery, SavedQuery, Verdict, compare
 
 if TYPE_CHECKING:
     from flinkish_cli.registry.status import JobStatus
@@ -189,7 +189,7 @@ def _verdict(answer: dict[str, Any], saved: list[SavedQuery], allow: bool) -> Ve
 def _copy_metadata(saved: SavedState, temp: str) -> tuple[list[dict[str, Any]], list[SavedQuery]]:
     """Copy each stateful query's state metadata under ``temp``; the child's view of each
     query, and the saved side of the comparison."""
-    from flinkish_cli.runtime.state_check import is_state_metadata, saved_operator
+    from flinkish_cli.planning.state_check import is_state_metadata, saved_operator
     from flinkish_cli.storage import join
 
     queries, compared = [], []
@@ -262,11 +262,11 @@ def _request(request: RunRequest, config: Any, queries: list[dict[str, Any]]) ->
 def run_planner(
     request: dict[str, Any], timeout: float, environment: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """Run :mod:`flinkish_cli.runtime.state_check` in a process of its own (with
+    """Run :mod:`flinkish_cli.planning.state_check` in a process of its own (with
     ``environment``, else this one's): its answer, or one whose ``failure`` says why there
     is none (it took longer than ``timeout``, or crashed). The child and everything it
     started (Spark's JVM) go when it is done."""
-    ended = run_child("flinkish_cli.runtime.state_check", request, timeout, environment)
+    ended = run_child("flinkish_cli.planning.state_check", request, timeout, environment)
     if ended.timed_out:
         return {
             "failure": f"planning the program took longer than {timeout:.0f} s ({TIMEOUT}): "

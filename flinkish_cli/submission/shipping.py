@@ -45,7 +45,7 @@ def ship_connectors(config: Any, spark_conf: dict[str, str]) -> None:
 
 def check_kafka_sink(config: Any) -> None:
     """``exactly-once`` Kafka sinks need a transactional id prefix and confluent-kafka."""
-    from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY, PREFIX_KEY
+    from flinkish_cli.runtime.connectors.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY, PREFIX_KEY
 
     if config.get(GUARANTEE_KEY) != EXACTLY_ONCE:
         return

@@ -23,7 +23,6 @@ from flinkish_cli.registry.jobid import new_job_id
 from flinkish_cli.registry.logs import log_path as job_log_path
 from flinkish_cli.registry.program import ProgramRecord
 from flinkish_cli.registry.store import JobRegistry, registry_for
-from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.spark import cds, yarn
 from flinkish_cli.spark.install import check_java, pyspark_home
 from flinkish_cli.submission import launcher, packaging, shipping
@@ -38,6 +37,7 @@ from flinkish_cli.submission.spark_submit import (
     resolve_deployment,
     yarn_restarts,
 )
+from flinkish_cli.submission.warm_runner import WarmRunner
 
 
 @dataclass

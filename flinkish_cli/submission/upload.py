@@ -57,9 +57,9 @@ from typing import TYPE_CHECKING, Any
 from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.warm import WarmRunner
 from flinkish_cli.submission import packaging
 from flinkish_cli.submission.submit import PreparedJob, RunRequest, check_program
+from flinkish_cli.submission.warm_runner import WarmRunner
 
 if TYPE_CHECKING:
     from flinkish_cli.submission.launcher import Launched
@@ -313,7 +313,7 @@ def job_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def warm_runner() -> WarmRunner:
-    """The server's warm runner (:mod:`flinkish_cli.runtime.warm`): its spare started now,
+    """The server's warm runner (:mod:`flinkish_cli.submission.warm_runner`): its spare started now,
     in the environment of a submitted job."""
     return WarmRunner(job_environment()).start()
 

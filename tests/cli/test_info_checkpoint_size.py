@@ -17,7 +17,7 @@ from flinkish_cli.registry.batch_figures import BatchFigures
 from flinkish_cli.registry.footprint import Footprint, PartSize
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.graph_builder import build
+from flinkish_cli.runtime.explain.graph_builder import build
 from tests.fixtures.flinkish_env import FlinkishEnv
 
 JOB = "12" * 16

@@ -10,7 +10,7 @@ import uuid
 
 from confluent_kafka import Producer
 
-from flinkish_cli.runtime.kafka_sink import (
+from flinkish_cli.runtime.connectors.kafka_sink import (
     ensure_marker_topic,
     planned_partitions,
     spec_for,

@@ -15,7 +15,7 @@ from flinkish_cli.registry.graph_view import job_view
 from flinkish_cli.registry.status import JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.registry.task_time import task_time
-from flinkish_cli.runtime.graph_builder import build
+from flinkish_cli.runtime.explain.graph_builder import build
 
 JOB = "ab" * 16
 PLANS = Path(__file__).parents[1] / "fixtures" / "plans"

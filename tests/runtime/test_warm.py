@@ -1,4 +1,5 @@
-"""The warm runner's protocol (:mod:`flinkish_cli.runtime.warm`) with doubles, no Spark: a
+"""The warm runner's protocol (:mod:`flinkish_cli.runtime.warm`, the server's pool
+:mod:`flinkish_cli.submission.warm_runner`) with doubles, no Spark: a
 spare is handed one run directory and serves that job only, a job of another environment
 starts cold, a dead spare is replaced, end of file ends a waiting spare, and a supervisor's
 first attempt (only) runs in the spare client. The real path (a Connect server, flinkish
@@ -20,7 +21,8 @@ from flinkish_cli.plan.rundir import SupervisorSpec
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime import warm
-from flinkish_cli.runtime.supervisor import Supervisor
+from flinkish_cli.runtime.supervisor.supervisor import Supervisor
+from flinkish_cli.submission import warm_runner
 
 JOB = "cd" * 16
 REPO = Path(__file__).resolve().parents[2]
@@ -39,10 +41,10 @@ def _env(**extra: str) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO), **extra}
 
 
-def _runner(tmp_path: Path) -> tuple[warm.WarmRunner, Path]:
+def _runner(tmp_path: Path) -> tuple[warm_runner.WarmRunner, Path]:
     seen = tmp_path / "seen"
     command = [sys.executable, "-c", SPARE, str(seen)]
-    return warm.WarmRunner(_env(MARK="job-env"), command).start(), seen
+    return warm_runner.WarmRunner(_env(MARK="job-env"), command).start(), seen
 
 
 def _wait_for(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -65,7 +67,7 @@ def test_a_spare_serves_one_job_and_the_next_one_starts_once_it_runs(tmp_path: P
         assert seen.read_text() == f"{tmp_path / 'run-1'} job-env\n"
         running = False
         runner.refill_after(lambda: running)
-        time.sleep(3 * warm.REFILL_POLL)
+        time.sleep(3 * warm_runner.REFILL_POLL)
         assert runner.spare_pid() is None  # the next spare waits until the job runs
         running = True
         _wait_for(lambda: runner.spare_pid() is not None)
@@ -81,15 +83,15 @@ def test_a_spare_serves_one_job_and_the_next_one_starts_once_it_runs(tmp_path: P
 def test_a_dead_spare_is_replaced_and_a_closed_runner_ends_its_spare(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(warm, "WATCH_POLL", 0.05)
-    monkeypatch.setattr(warm, "SHORTEST_LIFE", 0.0)
+    monkeypatch.setattr(warm_runner, "WATCH_POLL", 0.05)
+    monkeypatch.setattr(warm_runner, "SHORTEST_LIFE", 0.0)
     runner, seen = _runner(tmp_path)
     try:
         killed = runner.spare_pid()
         assert killed is not None
         os.killpg(killed, 9)  # in a session of its own: its group is its own
         _wait_for(lambda: runner.spare_pid() not in (None, killed))  # seen dead: replaced
-        monkeypatch.setattr(warm, "SHORTEST_LIFE", 60.0)
+        monkeypatch.setattr(warm_runner, "SHORTEST_LIFE", 60.0)
         dead = runner.spare_pid()
         assert dead is not None
         os.killpg(dead, 9)  # died young: replaced when the next job comes

@@ -1,5 +1,5 @@
 """A job that takes savepoints for months keeps a small history: the driver's own savepoint
-path (:class:`~flinkish_cli.runtime.snapshots.Snapshots`, as periodic savepoints take them,
+path (:class:`~flinkish_cli.runtime.queries.snapshots.Snapshots`, as periodic savepoints take them,
 without Spark) against a real registry and real savepoints, seen through ``flinkish
 savepoint list`` and ``flinkish list`` as a user sees it."""
 
@@ -21,7 +21,7 @@ from flinkish_cli.registry.history import (
 )
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.snapshots import Snapshots
+from flinkish_cli.runtime.queries.snapshots import Snapshots
 from flinkish_cli.savepoints.retention import Retention
 from tests.savepoints.checkpoints import fake_checkpoint
 

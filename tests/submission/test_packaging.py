@@ -53,5 +53,5 @@ def test_a_huge_directory_is_refused(tmp_path: Path, monkeypatch) -> None:
 def test_flinkish_itself_can_be_packaged_for_cluster_drivers(tmp_path: Path) -> None:
     zip_path = packaging.package_flinkish(tmp_path)
     names = zipfile.ZipFile(zip_path).namelist()
-    assert "flinkish_cli/runtime/driver.py" in names
+    assert "flinkish_cli/runtime/driver/driver.py" in names
     assert "flinkish_cli/runtime/entry/flinkish_driver.py" in names

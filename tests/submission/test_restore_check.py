@@ -13,7 +13,7 @@ import pytest
 
 from flinkish_cli.config import Configuration
 from flinkish_cli.errors import SavepointError
-from flinkish_cli.runtime.compatibility import KEY_SCHEMA
+from flinkish_cli.planning.compatibility import KEY_SCHEMA
 from flinkish_cli.savepoints.create import take_savepoint
 from flinkish_cli.savepoints.restore import open_source
 from flinkish_cli.storage import LocalStorage

@@ -5,7 +5,7 @@ through Flink's ``GET /jobs/:jobid/plan``, flinkish's ``/flinkish/jobs/:jobid/pl
 ``flinkish info <JobID> --output json``, and drawn by the dashboard in headless Chromium.
 
 One job serves every assertion (it starts once, for the module); the graph's structure is
-built at its seam by tests/runtime/test_graph_builder.py, on plans a real Spark explained.
+built at its seam by tests/runtime/explain/test_graph_builder.py, on plans a real Spark explained.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flinkish_cli.registry.graph import JobGraph, node_id
 from flinkish_cli.registry.status import JobStatus, QueryStatus
-from flinkish_cli.runtime.graph_builder import build
+from flinkish_cli.runtime.explain.graph_builder import build
 from flinkish_cli.web import flink_json
 
 JOB = "ab" * 16

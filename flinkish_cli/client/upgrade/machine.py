@@ -84,9 +84,9 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.spark.failures import headline
 
 if TYPE_CHECKING:
-    from flinkish_cli.runtime.warm import WarmRunner
     from flinkish_cli.submission.launcher import Launched
     from flinkish_cli.submission.submit import RunRequest
+    from flinkish_cli.submission.warm_runner import WarmRunner
 
 #: How often the upgrade looks at the new job while it waits for stability.
 POLL_SECONDS = 0.5
@@ -231,7 +231,7 @@ class Upgrade:
         started from its savepoint (or a copy of them) and keeps its own, as the operator's
         upgrade leaves only the new job's (a job that runs for months through many upgrades
         never keeps one copy per version). Its status, savepoint history and logs stay."""
-        from flinkish_cli.runtime.checkpoint_rules import discard_checkpoints
+        from flinkish_cli.runtime.queries.checkpoint_rules import discard_checkpoints
 
         status = self.registry.get(job_id)
         if status is not None and status.effective_state().is_terminal:

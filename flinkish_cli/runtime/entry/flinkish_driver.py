@@ -8,7 +8,7 @@ from flinkish_cli.spark.install import prefer_installed_pyspark
 
 prefer_installed_pyspark()  # before pyspark is imported: its installed copy, not the zip
 
-from flinkish_cli.runtime.driver import main  # noqa: E402
+from flinkish_cli.runtime.driver.driver import main  # noqa: E402
 
 if __name__ == "__main__":
     main()
