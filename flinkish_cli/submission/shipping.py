@@ -68,7 +68,7 @@ def refuse_session_exactly_once(config: Any) -> None:
     """A Spark Connect session cluster's job has no exactly-once Kafka sink: the sink writes
     each batch's partitions in the executors' Python workers (``DataFrame.rdd``), which a
     Connect DataFrame does not have."""
-    from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
+    from flinkish_cli.runtime.connectors.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
 
     if config.get(GUARANTEE_KEY) == EXACTLY_ONCE:
         raise ConfigError(

@@ -305,7 +305,7 @@ class Upgrade:
     ) -> str:
         """What the new job committed beyond ``baseline``: output a rollback cannot undo;
         under the exactly-once Kafka sink also the batches it planned beyond ``planned``."""
-        from flinkish_cli.runtime.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
+        from flinkish_cli.runtime.connectors.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
 
         status = self.registry.find(job_id)
         if status is None:

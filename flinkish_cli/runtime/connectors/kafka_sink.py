@@ -23,8 +23,8 @@ Kafka transactions:
   driver died before Spark's commit log) is skipped, so a replayed batch writes only what
   was not committed. A marker is recognised by its digest, whatever its batch id
   (:func:`same_input`): a planned batch that a rescale of a stateful query replays under the
-  next id (Spark's offline repartition takes the id it had, :mod:`.restoring`) is the same
-  batch.
+  next id (Spark's offline repartition takes the id it had,
+  :mod:`~flinkish_cli.runtime.queries.restoring`) is the same batch.
 
 The markers rely on partition ``i`` of a replayed batch holding the records partition ``i``
 held in the batch's first run. Spark does not promise that: its Kafka source numbers a

@@ -271,8 +271,9 @@ class JobRestorer:
         planned again after the repartition batch with the same offsets (:meth:`_replan`):
         the batch reads the records its first run read, under the next batch id. A
         ``foreachBatch`` sink sees that input under a later batch id; the exactly-once Kafka
-        sink knows the batch by its digest (:func:`.kafka_sink.same_input`) and writes
-        nothing it already committed."""
+        sink knows the batch by its digest
+        (:func:`~flinkish_cli.runtime.connectors.kafka_sink.same_input`) and writes nothing
+        it already committed."""
         partitions = _session_partitions(spark, self.plan.parallelism)
         if not saved.stateful or not saved.shuffle_partitions:
             return False
