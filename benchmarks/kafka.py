@@ -66,6 +66,8 @@ from benchmarks.harness import (
     translated_spark_conf,
     wait_for,
 )
+from benchmarks.kafka_clients import PARTITIONS, create_topic, sink_records
+from benchmarks.kafka_clients import producer as _producer
 from benchmarks.report import Row, Section
 
 TITLE = "11. Kafka to Kafka (optional)"
@@ -76,7 +78,6 @@ KAFKA_POM = REPO / "scripts" / "maven" / "kafka" / "pom.xml"
 GROUP_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONNECTOR = ("-D", "flinkish.connectors=kafka")
 PIPELINE = "bench-orders-kafka"
-PARTITIONS = 4
 #: the orders' filter and tax, as ``jobs/common/pricing.py`` has them (the job's defaults)
 MIN_TOTAL = 100.0
 STATUSES = ("created", "paid", "shipped", "delivered", "cancelled")
@@ -217,30 +218,6 @@ def broker(workspace: Workspace) -> Iterator[str]:
         run_timed(["bash", str(STOP), "--dir", str(directory)], env, REPO, timeout=180)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> str:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
-    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=60)
-    futures[name].result(timeout=90)
-    return name
-
-
-def _producer(bootstrap: str) -> Any:
-    from confluent_kafka import Producer
-
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 50,
-            "batch.size": 1_000_000,
-            "compression.type": "lz4",
-            "queue.buffering.max.messages": 500_000,
-        }
-    )
-
-
 def produce_backlog(bootstrap: str, topic: str, count: int, seed: int = 51) -> int:
     """``count`` orders into ``topic``, round-robin over its partitions; how many of them the
     job keeps (``total_price > 100``)."""
@@ -306,23 +283,6 @@ class Trickle:
             sent = max(sent, due)
             producer.poll(0.05)
         producer.flush(60)
-
-
-def sink_records(bootstrap: str, topic: str) -> int:
-    """Records in ``topic`` (the sum of its partitions' end offsets)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
-    try:
-        total = 0
-        for partition in range(PARTITIONS):
-            _low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=30
-            )
-            total += high
-        return total
-    finally:
-        consumer.close()
 
 
 def kafka_classpath() -> str:
@@ -682,13 +642,16 @@ def run(workspace: Workspace, params: KafkaParams, ncores: int) -> Section:
             )
         finally:
             cli.cleanup()
+        interval = f"{round(trigger * 1000)} ms"
         against_flink = kafka_flink.flink_run(
-            workspace, bootstrap, source, kept, params, ncores, cli
+            workspace, bootstrap, source, kept, params, ncores, interval
         )
         if isinstance(against_flink, str):
             section.notes.append(against_flink)
         else:
-            section.rows += kafka_flink.rows(params, flinkish, latency, against_flink)
+            section.rows += kafka_flink.rows(
+                params, flinkish.throughput.rows_per_second, latency, against_flink
+            )
         plain = run_plain(
             workspace, conf_dir, bootstrap, source,
             create_topic(bootstrap, "large-orders-plain"), kept, params,

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from benchmarks import flink
 from benchmarks.harness import (
@@ -45,16 +45,13 @@ from benchmarks.harness import (
     submit_detached,
     wait_for,
 )
+from benchmarks.kafka_clients import PARTITIONS, create_topic, producer, sink_records
 from benchmarks.report import Row
-
-if TYPE_CHECKING:
-    from benchmarks.kafka import FlinkishRun, KafkaParams
 
 FLINK_JOB = REPO / "benchmarks" / "jobs" / "flink_orders_kafka.py"
 FLINK_KAFKA_POM = REPO / "scripts" / "maven" / "flink-kafka" / "pom.xml"
 CONNECTOR = "flink-sql-connector-kafka"
 SCRIPT = JOBS / "orders_kafka.py"
-PARTITIONS = 4
 PROBE_PRICE = 200.0
 
 
@@ -157,14 +154,12 @@ def _arrived(bootstrap: str, topic: str, prefix: str, count: int, timeout: float
 
 def _wait_ready(bootstrap: str, source: str, sink: str, timeout: float = 600) -> None:
     """Probe orders, one every few seconds, until one has reached the sink topic."""
-    from benchmarks.kafka import _producer
-
-    producer = _producer(bootstrap)
+    sender = producer(bootstrap)
     deadline = time.monotonic() + timeout
     for attempt in range(10**6):
         now = int(time.time() * 1000)
-        producer.produce(source, value=_order(f"probe-{attempt}", PROBE_PRICE, now))
-        producer.flush(30)
+        sender.produce(source, value=_order(f"probe-{attempt}", PROBE_PRICE, now))
+        sender.flush(30)
         if _arrived(bootstrap, sink, "probe-", 1, timeout=5):
             return
         if time.monotonic() > deadline:
@@ -175,10 +170,8 @@ def _wait_ready(bootstrap: str, source: str, sink: str, timeout: float = 600) ->
 def measure_latency(bootstrap: str, source: str, sink: str, rate: int, seconds: float) -> Latency:
     """Orders at ``rate`` per second for ``seconds`` into ``source`` (a running job reads
     it), every other one large; their large orders' latencies from ``sink``."""
-    from benchmarks.kafka import _producer
-
     _wait_ready(bootstrap, source, sink)
-    producer = _producer(bootstrap)
+    sender = producer(bootstrap)
     began, sent, large = time.monotonic(), 0, 0
     while (elapsed := time.monotonic() - began) < seconds:
         for _ in range(int(elapsed * rate) - sent):
@@ -186,10 +179,10 @@ def measure_latency(bootstrap: str, source: str, sink: str, rate: int, seconds: 
             large += price > 100
             now = int(time.time() * 1000)
             value = _order(f"lat-{sent:08d}", price, now)
-            producer.produce(source, value=value, key=f"lat-{sent:08d}", timestamp=now)
+            sender.produce(source, value=value, key=f"lat-{sent:08d}", timestamp=now)
             sent += 1
-        producer.poll(0.01)
-    producer.flush(60)
+        sender.poll(0.01)
+    sender.flush(60)
     found = _arrived(bootstrap, sink, "lat-", large, timeout=300)
     if len(found) < large:
         raise BenchError(f"{large - len(found)} of {large} large orders did not reach {sink}")
@@ -201,8 +194,6 @@ def flinkish_latency(
     cli: FlinkishCli, bootstrap: str, extra: Sequence[str], rate: int, seconds: float
 ) -> Latency:
     """flinkish's latency: ``jobs/orders_kafka.py`` under ``flinkish run -d``."""
-    from benchmarks.kafka import create_topic
-
     source = create_topic(bootstrap, "latency-orders-flinkish")
     sink = arrival_topic(bootstrap, "latency-large-flinkish")
     args = ["--bootstrap-servers", bootstrap, "--source-topic", source, "--sink-topic", sink]
@@ -231,8 +222,6 @@ def run_flink(
 ) -> FlinkKafkaRun:
     """Apache Flink's throughput on the section's backlog and its latency; raises
     :class:`~benchmarks.flink.FlinkUnavailable` or :class:`BenchError` with the reason."""
-    from benchmarks.kafka import create_topic, sink_records
-
     installed = flink.install(flink.venv_dir())
     jar = connector_jar()
     with flink.flink_cluster(installed, workspace) as cluster:
@@ -304,19 +293,18 @@ def flink_run(
     bootstrap: str,
     source: str,
     kept: int,
-    params: KafkaParams,
+    params: Any,
     ncores: int,
-    cli: FlinkishCli,
+    interval: str,
 ) -> FlinkKafkaRun | str:
-    """Apache Flink's run of the pipeline on the section's backlog, or why it did not run."""
+    """Apache Flink's run of the pipeline on the section's backlog (``params``: the section's
+    :class:`~benchmarks.kafka.KafkaParams`; ``interval``: Flink's checkpoint interval, the
+    trigger flinkish runs with), or why it did not run."""
     if not params.flink:
         return (
             "Apache Flink's run of the pipeline: not run (quick runs only with BENCH_FLINK=1, "
             "full runs unless BENCH_FLINK=0)."
         )
-    from benchmarks.kafka import TRIGGER_KEY
-
-    interval = str(cli.config().get(TRIGGER_KEY).total_seconds() * 1000).split(".")[0] + " ms"
     try:
         return run_flink(
             workspace, bootstrap, source, kept, params.orders, min(ncores, 2), interval,
@@ -326,23 +314,19 @@ def flink_run(
         return f"Apache Flink's run of the pipeline did not complete: {error}"
 
 
-def rows(
-    params: KafkaParams,
-    flinkish: FlinkishRun,
-    latency: Latency,
-    other: FlinkKafkaRun,
-) -> list[Row]:
-    """flinkish's throughput and latency beside Apache Flink's (reported, no goal yet)."""
+def rows(params: Any, throughput: float, latency: Latency, other: FlinkKafkaRun) -> list[Row]:
+    """flinkish's throughput (rows/s) and latency beside Apache Flink's (reported, no goal
+    yet)."""
     name = describe(other)
     sent = f"{latency.rate} orders/s for {params.latency_seconds:.0f} s, every other one large"
     found = [
         Row(
             measurement=f"throughput, {params.orders:,} orders Kafka → Kafka, against Flink",
-            value=flinkish.throughput.rows_per_second,
+            value=throughput,
             unit="rows/s",
             reference=f"{name}, the same backlog",
             reference_value=other.rows_per_second,
-            samples=[flinkish.throughput.rows_per_second],
+            samples=[throughput],
             reference_samples=[other.rows_per_second],
             details={"seconds of Flink's run (tasks running to last record)": other.seconds},
             kind="throughput",
