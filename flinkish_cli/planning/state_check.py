@@ -150,7 +150,7 @@ def _plan(spark: Any, writer: Any, saved: dict[str, Any], query: PlannedQuery) -
         return  # no saved state to check against
     saved_ids = _saved_operator_ids(str(state))
     if len(nodes) > len(saved_ids) or any(
-        n.shortName() != _saved_name(str(state), i) for i, n in zip(saved_ids, nodes, strict=False)
+        n.shortName() != _saved_name(str(copy), i) for i, n in zip(saved_ids, nodes, strict=False)
     ):
         return  # the structure differs: compare() says how, Spark's check adds nothing
     for extra in saved_ids[len(nodes) :]:  # what -n leaves out of the restore
@@ -215,32 +215,19 @@ def _saved_operator_ids(state: str) -> list[int]:
     return sorted(int(name) for name in os.listdir(state) if name.isdigit())
 
 
-def _saved_name(state: str, operator_id: int) -> str | None:
-    """Spark's name of a saved operator, from its metadata in the copy (``state/<id>/
-    _metadata/metadata``, or the newest file of ``_metadata/v2/``); None without one."""
-    from flinkish_cli.runtime.explain.spark_plan import operator_metadata
+def _saved_name(copy: str, operator_id: int) -> str | None:
+    """Spark's name of a saved operator, from its metadata in the copy
+    (:func:`flinkish_cli.state.metadata.read_metadata`); None without one."""
+    from flinkish_cli.state.metadata import read_metadata
 
-    directory = os.path.join(state, str(operator_id), "_metadata")
-    candidates = [os.path.join(directory, "metadata")]
-    versions = os.path.join(directory, "v2")
-    if os.path.isdir(versions):
-        numbered = sorted((n for n in os.listdir(versions) if n.isdigit()), key=int)
-        candidates = [os.path.join(versions, n) for n in reversed(numbered)] + candidates
-    for path in candidates:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                found = operator_metadata(handle.read())
-        except OSError:
-            continue
-        if found:
-            return found[1]
-    return None
+    found = read_metadata(copy, operator_id)
+    return found.name if found is not None else None
 
 
 def saved_operator(copy: str, operator_id: int, partitions: int) -> Operator:
     """A saved operator as the copy of its query's state metadata (``<copy>/state/...``)
     tells it: Spark's name and what a user calls it."""
-    spark_name = _saved_name(os.path.join(copy, "state"), operator_id)
+    spark_name = _saved_name(copy, operator_id)
     return Operator(operator_id, spark_name, operator_kind(spark_name), partitions)
 
 

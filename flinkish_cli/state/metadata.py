@@ -58,6 +58,13 @@ class OperatorMetadata:
             return []
         return [v for v in variables if isinstance(v, dict) and v.get("stateName")]
 
+    @property
+    def variable_labels(self) -> tuple[str, ...]:
+        """Each state variable as ``name (type)``, as the job graph shows them."""
+        return tuple(
+            f"{v['stateName']} ({v.get('stateVariableType') or '?'})" for v in self.state_variables
+        )
+
     @classmethod
     def from_spark(cls, rows: list[dict[str, Any]]) -> OperatorMetadata | None:
         """From Spark's ``state-metadata`` rows of one operator (one row per store)."""
@@ -114,7 +121,9 @@ def stateful_operators(storage: Storage, query_dir: str) -> list[int]:
     return sorted(int(e.name) for e in storage.list(state) if e.is_dir and e.name.isdigit())
 
 
-def read_metadata(query_dir: str, operator_id: int, batch: int) -> OperatorMetadata | None:
+def read_metadata(
+    query_dir: str, operator_id: int, batch: int | None = None
+) -> OperatorMetadata | None:
     """:func:`read_operator` of a query checkpoint on local disk (a copy ``state`` reads)."""
     from flinkish_cli.storage.local import LocalStorage
 

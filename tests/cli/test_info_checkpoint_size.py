@@ -18,6 +18,7 @@ from flinkish_cli.registry.footprint import Footprint, PartSize
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.explain.graph_builder import build
+from flinkish_cli.state.metadata import parse_metadata
 from tests.fixtures.flinkish_env import FlinkishEnv
 
 JOB = "12" * 16
@@ -44,7 +45,7 @@ def _record(env: FlinkishEnv) -> None:
     registry.write(status)
     operators = json.loads((PLANS / "windowed.operators.json").read_text())
     plan = (PLANS / "windowed.plan.txt").read_text()
-    recorded = build(plan, progress, list(operators.values()))
+    recorded = build(plan, progress, [parse_metadata(t) for t in operators.values()])
     graph.write(registry, JOB, graph.JobGraph({"raw": recorded}))
 
 

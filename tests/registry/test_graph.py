@@ -16,6 +16,7 @@ from flinkish_cli.registry.status import JobStatus, Progress, QueryStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.registry.task_time import task_time
 from flinkish_cli.runtime.explain.graph_builder import build
+from flinkish_cli.state.metadata import parse_metadata
 
 JOB = "ab" * 16
 PLANS = Path(__file__).parents[1] / "fixtures" / "plans"
@@ -26,8 +27,9 @@ def _progress() -> dict:
 
 
 def _graph() -> QueryGraph:
-    operators = json.loads((PLANS / "join.operators.json").read_text())
-    return build((PLANS / "join.plan.txt").read_text(), _progress(), list(operators.values()))
+    texts = json.loads((PLANS / "join.operators.json").read_text())
+    operators = [parse_metadata(t) for t in texts.values()]
+    return build((PLANS / "join.plan.txt").read_text(), _progress(), operators)
 
 
 def _status() -> JobStatus:

@@ -11,6 +11,7 @@ from pathlib import Path
 from flinkish_cli.registry.graph import JobGraph, node_id
 from flinkish_cli.registry.status import JobStatus, QueryStatus
 from flinkish_cli.runtime.explain.graph_builder import build
+from flinkish_cli.state.metadata import parse_metadata
 from flinkish_cli.web import flink_json
 
 JOB = "ab" * 16
@@ -30,7 +31,11 @@ NODE_FIELDS = {
 def _graph(name: str) -> JobGraph:
     operators = json.loads((PLANS / f"{name}.operators.json").read_text())
     progress = json.loads((PLANS / f"{name}.progress.json").read_text())
-    query = build((PLANS / f"{name}.plan.txt").read_text(), progress, list(operators.values()))
+    query = build(
+        (PLANS / f"{name}.plan.txt").read_text(),
+        progress,
+        [parse_metadata(t) for t in operators.values()],
+    )
     return JobGraph({"<b>clicks</b>": query})
 
 

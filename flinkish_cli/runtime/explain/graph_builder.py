@@ -62,7 +62,6 @@ from flinkish_cli.runtime.explain.spark_plan import (
     exchange_of,
     join_keys,
     join_type,
-    operator_metadata,
     parse_plan,
     path_of,
     readable,
@@ -71,6 +70,7 @@ from flinkish_cli.runtime.explain.spark_plan import (
     stateful_description,
     watermark_of,
 )
+from flinkish_cli.state.metadata import OperatorMetadata
 
 #: Spark's stateful physical operators: what a user calls each.
 STATEFUL_OPERATORS = {
@@ -254,17 +254,24 @@ class _Builder:
 def build(
     plan_text: str | None,
     progress: dict[str, Any],
-    operators: list[str] | None = None,
+    operators: list[OperatorMetadata] | None = None,
     recorded: int = 0,
 ) -> QueryGraph:
     """A query's graph from its explained plan (None: none to be had), its latest progress
-    report and Spark's metadata of its stateful operators (the texts of their
-    ``_metadata`` files)."""
-    known = {}
-    for text in operators or []:
-        parsed = operator_metadata(text)
-        if parsed is not None:
-            known[parsed[0]] = parsed
+    report and Spark's metadata of its stateful operators
+    (:func:`flinkish_cli.state.metadata.read_operator`)."""
+    known = {
+        meta.operator_id: (
+            meta.operator_id,
+            meta.name,
+            tuple(meta.stores),
+            tuple(
+                f"{v['stateName']} ({v.get('stateVariableType', '?')})"
+                for v in meta.state_variables
+            ),
+        )
+        for meta in operators or []
+    }
     run_id = progress.get("runId")
     batch = progress.get("batchId")
     plan = parse_plan(plan_text) if plan_text else None

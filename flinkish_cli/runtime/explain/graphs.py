@@ -25,13 +25,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinkish_cli.registry import graph as graph_file
 from flinkish_cli.registry.graph import QueryGraph
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.explain.graph_builder import build
 from flinkish_cli.runtime.flavours.flavour import Flavour
+
+if TYPE_CHECKING:
+    from flinkish_cli.state.metadata import OperatorMetadata
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -102,30 +105,18 @@ class GraphRecorder:
         plan = self.flavour.explain(handle) if handle is not None else None
         return build(plan, progress, self._operators(identity), int(time.time() * 1000))
 
-    def _operators(self, identity: str) -> list[str]:
-        """The texts of Spark's metadata of the query's stateful operators (v1's
-        ``_metadata/metadata``, or the newest file of ``_metadata/v2/``)."""
-        from flinkish_cli.storage import join
+    def _operators(self, identity: str) -> list[OperatorMetadata]:
+        """Spark's metadata of the query's stateful operators, as of its newest batch."""
+        from flinkish_cli.state.metadata import read_operator, stateful_operators
 
         where = self.checkpoint_of(identity)
         if where is None:
             return []
         storage, checkpoint = where
-        state = join(checkpoint, "state")
-        texts = []
-        for entry in storage.list(state):
-            if not (entry.is_dir and entry.name.isdigit()):
-                continue
-            metadata = join(state, entry.name, "_metadata")
-            v2 = sorted(
-                (int(e.name) for e in storage.list(join(metadata, "v2")) if e.name.isdigit()),
-            )
-            path = join(metadata, "v2", str(v2[-1])) if v2 else join(metadata, "metadata")
-            try:
-                texts.append(storage.read_text(path))
-            except (OSError, ValueError):
-                continue
-        return texts
+        found = (
+            read_operator(storage, checkpoint, op) for op in stateful_operators(storage, checkpoint)
+        )
+        return [meta for meta in found if meta is not None]
 
 
 def _same(kept: QueryGraph, built: QueryGraph) -> bool:

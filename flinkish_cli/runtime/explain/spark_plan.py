@@ -1,6 +1,6 @@
 """Spark's physical plan as its explain text tells it: the tree (:func:`parse_plan`), and what
-each operator's line says (keys, exchanges, watermarks, a stateful operator's ``state info``),
-and Spark's record of a stateful operator in its checkpoint (:func:`operator_metadata`).
+each operator's line says (keys, exchanges, watermarks, a stateful operator's ``state info``).
+Spark's record of a stateful operator in its checkpoint is :mod:`flinkish_cli.state.metadata`'s.
 
 The text is ``StreamingQuery.explain()``'s, the same from a classic driver (py4j) and from a
 Spark Connect server (gRPC): ``== Physical Plan ==`` then one operator a line, its children
@@ -12,7 +12,6 @@ reads has them removed (:func:`readable`). No Spark here.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -84,26 +83,6 @@ def parse_plan(text: str) -> PlanNode | None:
         stack[-1][1].children.append(node)
         stack.append((depth, node))
     return root
-
-
-def operator_metadata(text: str) -> tuple[int, str, tuple[str, ...], tuple[str, ...]] | None:
-    """Spark's record of a stateful operator (``state/<opId>/_metadata/metadata``, or a file
-    of ``_metadata/v2/``): its id, its name, its store names and (``transformWithState``) its
-    state variables; None when ``text`` is not one."""
-    try:
-        data = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
-        info = data["operatorInfo"]
-        stores = tuple(str(s["storeName"]) for s in data.get("stateStoreInfo") or [])
-        variables: tuple[str, ...] = ()
-        properties = data.get("operatorPropertiesJson")
-        if isinstance(properties, str) and properties:
-            declared = json.loads(properties).get("stateVariables") or []
-            variables = tuple(
-                f"{v['stateName']} ({v.get('stateVariableType', '?')})" for v in declared
-            )
-        return int(info["operatorId"]), str(info["operatorName"]), stores, variables
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return None
 
 
 def path_of(description: str) -> str | None:

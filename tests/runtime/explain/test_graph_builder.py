@@ -16,7 +16,8 @@ import pytest
 
 from flinkish_cli.registry.graph import QueryGraph
 from flinkish_cli.runtime.explain.graph_builder import build
-from flinkish_cli.runtime.explain.spark_plan import operator_metadata, parse_plan
+from flinkish_cli.runtime.explain.spark_plan import parse_plan
+from flinkish_cli.state.metadata import parse_metadata
 
 PLANS = Path(__file__).parents[2] / "fixtures" / "plans"
 JOIN_STORES = (
@@ -32,7 +33,9 @@ def _captured(name: str, plan: bool = True) -> QueryGraph:
     return build(
         (PLANS / f"{name}.plan.txt").read_text() if plan else None,
         json.loads((PLANS / f"{name}.progress.json").read_text()),
-        list(json.loads(operators.read_text()).values()) if operators.exists() else [],
+        [parse_metadata(t) for t in json.loads(operators.read_text()).values()]
+        if operators.exists()
+        else [],
     )
 
 
@@ -211,7 +214,7 @@ def test_spark_connect_explains_the_same_plan(name: str) -> None:
     connect = build(
         (PLANS / f"{name}.connect.plan.txt").read_text(),
         json.loads((PLANS / f"{name}.progress.json").read_text()),
-        list(operators.values()),
+        [parse_metadata(t) for t in operators.values()],
     )
     assert (connect.nodes, connect.edges) == (classic.nodes, classic.edges)
 
@@ -231,11 +234,13 @@ def test_text_that_is_no_plan_gives_none(text: str) -> None:
 
 def test_spark_s_operator_metadata() -> None:
     texts = json.loads((PLANS / "tws.operators.json").read_text())
-    assert operator_metadata(texts["0"]) == (
+    found = parse_metadata(texts["0"])
+    assert found is not None
+    assert (found.operator_id, found.name, found.stores, found.variable_labels) == (
         0,
         "transformWithStateInPySparkExec",
-        ("default",),
+        ["default"],
         ("count (ValueState)",),
     )
-    assert operator_metadata("v1\n{not json") is None
-    assert operator_metadata('{"operatorInfo": {}}') is None
+    assert parse_metadata("v1\n{not json") is None
+    assert parse_metadata('v1\n{"operatorInfo": {}}') is None
