@@ -22,7 +22,12 @@ as a ratio against a reference taken in the same run:
    sharing archive for the fresh driver's JVM;
 8. :mod:`.flink` (full runs; quick with ``BENCH_FLINK=1``): Apache Flink's own session
    cluster (``pip install apache-flink`` into a cached virtual environment), ``flink run -d``
-   next to section 6's figures.
+   next to section 6's figures;
+11. :mod:`.kafka` (full runs; quick with ``BENCH_KAFKA=1``): Kafka to Kafka on a real broker,
+   flinkish beside ``spark-submit`` (throughput, recovery, lag, exactly-once), and
+   :mod:`.kafka_flink` beside Apache Flink 2.3's same pipeline (throughput, end-to-end
+   latency; with ``BENCH_FLINK=1`` in quick runs); :mod:`.kafka_clients` holds their broker's
+   clients.
 
 :mod:`.harness` holds processes, configuration and timing helpers; :mod:`.report` the result
 model, its validation and the Markdown/JSON writers.

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import kafka_flink
 from benchmarks.harness import (
     JOBS,
     PYTHON,
@@ -65,6 +66,8 @@ from benchmarks.harness import (
     translated_spark_conf,
     wait_for,
 )
+from benchmarks.kafka_clients import PARTITIONS, create_topic, sink_records
+from benchmarks.kafka_clients import producer as _producer
 from benchmarks.report import Row, Section
 
 TITLE = "11. Kafka to Kafka (optional)"
@@ -75,7 +78,6 @@ KAFKA_POM = REPO / "scripts" / "maven" / "kafka" / "pom.xml"
 GROUP_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONNECTOR = ("-D", "flinkish.connectors=kafka")
 PIPELINE = "bench-orders-kafka"
-PARTITIONS = 4
 #: the orders' filter and tax, as ``jobs/common/pricing.py`` has them (the job's defaults)
 MIN_TOTAL = 100.0
 STATUSES = ("created", "paid", "shipped", "delivered", "cancelled")
@@ -93,6 +95,9 @@ class KafkaParams:
     orders: int  # the backlog, produced before either run starts
     trickle_rate: int  # orders per second while the driver is killed
     enabled: bool  # full runs unless BENCH_KAFKA=0; quick runs only with BENCH_KAFKA=1
+    flink: bool = False  # Apache Flink's run (benchmarks/kafka_flink.py): as BENCH_FLINK says
+    latency_rate: int = 50  # orders per second of the latency runs
+    latency_seconds: float = 20.0  # how long they are sent
 
 
 @dataclass(frozen=True)
@@ -213,30 +218,6 @@ def broker(workspace: Workspace) -> Iterator[str]:
         run_timed(["bash", str(STOP), "--dir", str(directory)], env, REPO, timeout=180)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> str:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
-    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=60)
-    futures[name].result(timeout=90)
-    return name
-
-
-def _producer(bootstrap: str) -> Any:
-    from confluent_kafka import Producer
-
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 50,
-            "batch.size": 1_000_000,
-            "compression.type": "lz4",
-            "queue.buffering.max.messages": 500_000,
-        }
-    )
-
-
 def produce_backlog(bootstrap: str, topic: str, count: int, seed: int = 51) -> int:
     """``count`` orders into ``topic``, round-robin over its partitions; how many of them the
     job keeps (``total_price > 100``)."""
@@ -302,23 +283,6 @@ class Trickle:
             sent = max(sent, due)
             producer.poll(0.05)
         producer.flush(60)
-
-
-def sink_records(bootstrap: str, topic: str) -> int:
-    """Records in ``topic`` (the sum of its partitions' end offsets)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
-    try:
-        total = 0
-        for partition in range(PARTITIONS):
-            _low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=30
-            )
-            total += high
-        return total
-    finally:
-        consumer.close()
 
 
 def kafka_classpath() -> str:
@@ -673,13 +637,26 @@ def run(workspace: Workspace, params: KafkaParams, ncores: int) -> Section:
                 kept, params,
             )  # fmt: skip
             eos = exactly_once_row(cli, bootstrap, source, kept, params, flinkish.throughput)
+            latency = kafka_flink.flinkish_latency(
+                cli, bootstrap, CONNECTOR, params.latency_rate, params.latency_seconds
+            )
         finally:
             cli.cleanup()
+        interval = f"{round(trigger * 1000)} ms"
+        against_flink = kafka_flink.flink_run(
+            workspace, bootstrap, source, kept, params, ncores, interval
+        )
+        if isinstance(against_flink, str):
+            section.notes.append(against_flink)
+        else:
+            section.rows += kafka_flink.rows(
+                params, flinkish.throughput.rows_per_second, latency, against_flink
+            )
         plain = run_plain(
             workspace, conf_dir, bootstrap, source,
             create_topic(bootstrap, "large-orders-plain"), kept, params,
         )  # fmt: skip
-    section.rows = rows(params, flinkish, plain, trigger)
+    section.rows[:0] = rows(params, flinkish, plain, trigger)
     if isinstance(eos, Row):
         section.rows.append(eos)
     else:
@@ -695,8 +672,16 @@ def run(workspace: Workspace, params: KafkaParams, ncores: int) -> Section:
         "commit was visible at most that much later.",
         "A driver killed during a batch leaves that batch in Spark's offset log: the "
         "restarted query runs it again first (flinkish's and plain Spark's alike).",
-        "Apache Flink's own Kafka pipeline (PyFlink with Flink's Kafka connector) is not "
-        "measured in this section.",
+        "Latency (flinkish and Apache Flink alike): orders sent at a steady rate, each "
+        "stamped with its send time, into a source topic of their own; the sink topic's "
+        "broker stamps each record as it arrives (LogAppendTime): arrival minus send time, "
+        "p50 and p99 of every large order. flinkish's latency is bounded below by its "
+        "trigger (a micro-batch every checkpoint interval); Flink's sink writes each record "
+        "as it goes (at-least-once, flushed at its checkpoints).",
+        "Apache Flink: Maven Central serves no flink-sql-connector-kafka built for Flink 2.3 "
+        "(5.0.0-2.3 is not found); the newest, 5.0.0-2.2 (Flink 2.2's), runs on Flink 2.3 "
+        "here. Its throughput is measured from the moment every task of its job runs to the "
+        "last large order in its sink topic (Flink reports no per-batch times).",
     ]
     return section
 

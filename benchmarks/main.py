@@ -102,7 +102,12 @@ def parameters(quick: bool) -> dict[str, Any]:
             "flink": flink.FlinkParams(reps=1, enabled=optional("BENCH_FLINK", quick)),
             "autoscale": autoscale.AutoscaleParams.quick(enabled=wanted("BENCH_AUTOSCALE")),
             "kafka": kafka.KafkaParams(
-                orders=20_000, trickle_rate=50, enabled=optional("BENCH_KAFKA", quick)
+                orders=20_000,
+                trickle_rate=50,
+                enabled=optional("BENCH_KAFKA", quick),
+                flink=optional("BENCH_FLINK", quick),
+                latency_rate=50,
+                latency_seconds=20,
             ),
             "object_store": object_store.ObjectStoreParams(
                 backlog=backlog.BacklogParams(
@@ -137,7 +142,12 @@ def parameters(quick: bool) -> dict[str, Any]:
         "flink": flink.FlinkParams(reps=5, enabled=optional("BENCH_FLINK", quick)),
         "autoscale": autoscale.AutoscaleParams(enabled=wanted("BENCH_AUTOSCALE")),
         "kafka": kafka.KafkaParams(
-            orders=5_000_000, trickle_rate=200, enabled=optional("BENCH_KAFKA", quick)
+            orders=5_000_000,
+            trickle_rate=200,
+            enabled=optional("BENCH_KAFKA", quick),
+            flink=optional("BENCH_FLINK", quick),
+            latency_rate=1_000,
+            latency_seconds=120,
         ),
         "object_store": object_store.ObjectStoreParams(
             backlog=backlog.BacklogParams(

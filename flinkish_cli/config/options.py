@@ -1230,7 +1230,8 @@ OPTIONS: tuple[Option, ...] = (
         "each batch in Kafka transactions, with a marker of the batch, so that a "
         "read_committed reader sees each record once. exactly-once needs "
         "flinkish.kafka.sink.transactional-id-prefix and confluent-kafka "
-        "(pip install 'flinkish[kafka]').",
+        "(pip install 'flinkish[kafka]'), and a job of its own cluster (a Spark Connect "
+        "session cluster's job is refused).",
         RUNTIME,
         default="at-least-once",
     ),

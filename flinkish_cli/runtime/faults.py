@@ -6,7 +6,8 @@ A test sets ``FLINKISH_TEST_FAULT=<point>:<process>`` in the environment of ``fl
 itself). A comma-separated list names one fault per driver attempt, in order
 (``restore-copied:jvm,restore-repartitioned:python``: the first driver dies at the first
 point, its restart at the second); a driver past the list never injects, so the last
-restart can succeed.
+restart can succeed. A point named ``<point>@<batch>`` fires only at that batch (a point
+that knows its batch: the Kafka sink's), so a query can commit batches before it dies.
 Points: ``restore-copied`` (a savepoint's state copied into the job's checkpoint, before it
 is repartitioned), ``restore-repartitioned`` (state repartitioned for a new parallelism, not
 yet marked restored), ``savepoint-snapshot`` (the driver chose the files of a savepoint,
@@ -26,18 +27,22 @@ import signal
 VARIABLE = "FLINKISH_TEST_FAULT"
 
 
-def wanted(point: str, attempt: int) -> str | None:
-    """The process a test asked to kill at ``point`` in driver attempt ``attempt``, or None."""
+def wanted(point: str, attempt: int, batch: int | None = None) -> str | None:
+    """The process a test asked to kill at ``point`` in driver attempt ``attempt`` (at batch
+    ``batch``, for a point that knows it), or None."""
     asked = os.environ.get(VARIABLE, "").split(",")
     if attempt >= len(asked):
         return None
     name, _, process = asked[attempt].partition(":")
+    name, at, when = name.partition("@")
+    if at and (batch is None or when != str(batch)):
+        return None
     return process if name == point else None
 
 
-def inject(point: str, attempt: int) -> None:
+def inject(point: str, attempt: int, batch: int | None = None) -> None:
     """Kill the named process if a test asked for a fault at ``point``."""
-    process = wanted(point, attempt)
+    process = wanted(point, attempt, batch)
     if process is None:
         return
     import logging

@@ -1,7 +1,7 @@
 """What a job ships and what its target must offer, decided before anything starts: its
 connectors and Spark's S3A file system resolved into jar files (never left to Spark's Ivy), the
-exactly-once Kafka sink's requirements, and a session cluster that answers (its server loads
-its connectors when it starts, not per job)."""
+exactly-once Kafka sink's requirements (a session cluster's job cannot have it), and a session
+cluster that answers (its server loads its connectors when it starts, not per job)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,22 @@ def check_kafka_sink(config: Any) -> None:
         raise ConfigError(
             f"{GUARANTEE_KEY}: exactly-once writes with confluent-kafka, which is not installed.",
             "Install it where the job runs: pip install 'flinkish[kafka]'.",
+        )
+
+
+def refuse_session_exactly_once(config: Any) -> None:
+    """A Spark Connect session cluster's job has no exactly-once Kafka sink: the sink writes
+    each batch's partitions in the executors' Python workers (``DataFrame.rdd``), which a
+    Connect DataFrame does not have."""
+    from flinkish_cli.runtime.connectors.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
+
+    if config.get(GUARANTEE_KEY) == EXACTLY_ONCE:
+        raise ConfigError(
+            f"{GUARANTEE_KEY}: exactly-once is not available on a Spark Connect session "
+            "cluster (its Kafka transactions are written from the executors' Python workers, "
+            "which a Connect job cannot reach).",
+            "Run the job on a cluster of its own (without -m), or set "
+            f"{GUARANTEE_KEY}=at-least-once.",
         )
 
 

@@ -183,6 +183,7 @@ def prepare(request: RunRequest, config: Any, restore: RestorePlan | None = None
     if deployment.session:
         shipping.check_session_cluster(deployment.master)
         shipping.refuse_session_connectors(config)
+        shipping.refuse_session_exactly_once(config)
     else:
         shipping.ship_connectors(config, translation.conf)
         shipping.ship_s3a(checkpoint_root, translation.conf)

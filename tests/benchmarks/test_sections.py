@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks import cds, flink, kafka, main, session, yarn
+from benchmarks import cds, flink, kafka, kafka_flink, main, session, yarn
 from benchmarks.harness import BenchError, Workspace
 from benchmarks.report import Results, Section, markdown, validate
 from tests.benchmarks.test_report import MACHINE
@@ -155,6 +155,19 @@ def test_the_kafka_backlogs_throughput_spans_its_batches_from_first_start_to_las
     assert figures.rows_per_second == pytest.approx(1_000 / 3.0)
     with pytest.raises(BenchError, match="1050 of the backlog's 2000"):
         kafka.backlog_throughput(KAFKA_PROGRESS, 2_000)
+
+
+def test_latency_reads_the_send_time_each_order_carries_and_takes_nearest_rank_percentiles() -> (
+    None
+):
+    sent = 1_796_650_000_123  # ms
+    value = kafka_flink._order("lat-00000001", 150.0, sent)
+    assert kafka_flink._sent_ms(value.encode()) == sent
+    assert kafka_flink.percentile(list(range(1, 101)), 0.5) == 50
+    assert kafka_flink.percentile(list(range(1, 101)), 0.99) == 99
+    assert kafka_flink.percentile([7.0], 0.99) == 7.0
+    with pytest.raises(BenchError, match="no latencies"):
+        kafka_flink.percentile([], 0.5)
 
 
 def test_recovery_ends_at_the_commit_of_the_first_batch_started_after_the_kill() -> None:

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from flinkish_cli.client.upgrade.outcome import Result, UpgradeMode, UpgradeOutcome
-from flinkish_cli.client.upgrade.stability import committed_beyond, judge, last_commits
+from flinkish_cli.client.upgrade.stability import (
+    committed_beyond,
+    judge,
+    last_commits,
+    last_planned,
+    planned_beyond,
+)
 from flinkish_cli.config import Configuration
 from flinkish_cli.registry.status import JobState, JobStatus, Progress, QueryStatus
 
@@ -113,6 +119,23 @@ def test_the_commit_logs_say_what_the_new_job_committed(tmp_path: Path) -> None:
         "query counts batch 2"
     )
     assert committed_beyond(config, status, {"counts": 2, "raw": 4, "new": 0}) == ""
+
+
+def test_the_offset_logs_say_what_the_new_job_planned(tmp_path: Path) -> None:
+    """Under the exactly-once Kafka sink, a batch planned beyond the state the new job
+    started from may be in Kafka (its transactions commit before Spark's commit log)."""
+    config = Configuration.from_flat({})
+    status = _status()
+    status.queries = {"orders": _committed(tmp_path, "orders", 3)}  # committed up to 2
+    offsets = tmp_path / "orders" / "offsets"
+    offsets.mkdir()
+    for batch in range(4):  # planned up to 3
+        (offsets / str(batch)).write_text("v1\n{}\n{}")
+    assert last_planned(config, status) == {"orders": 3}
+    assert planned_beyond(config, status, {"orders": 2}) == (
+        "query orders batch 3, planned and maybe in Kafka"
+    )
+    assert planned_beyond(config, status, {"orders": 3}) == ""  # the savepoint's own, replayed
 
 
 def test_final_lines_say_which_job_runs_which_program_from_where() -> None:

@@ -14,13 +14,14 @@ import collections
 import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.fixtures.cycle import savepoint_path
 from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of
 from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, produce
-from tests.fixtures.upgrade_pipeline import STABLE
+from tests.fixtures.upgrade_pipeline import ROLLED_BACK, STABLE
 
 pytestmark = pytest.mark.spark
 
@@ -139,20 +140,36 @@ def test_kafka_sink_exactly_once_through_kills_a_rescaled_resume_and_an_upgrade(
     produce(kafka_broker, source, orders(70, 10))
     read_until(kafka_broker, sink, expected_values(80))
 
-    # upgraded (the same program, at parallelism 1): stopped with a savepoint, started from it
+    # upgraded to a new program (at parallelism 1): stopped with a savepoint, started from it
+    program = (JOBS / "kafka_to_kafka.py").read_text()
+    version_2 = env.root / "kafka_to_kafka_v2.py"
+    version_2.write_text(program.replace('appName("kafka-to-kafka")', 'appName("orders v2")'))
     readiness = ("-D", "flinkish.upgrade.readiness.timeout=4 min")
-    upgrade = ("upgrade", "-p", "1", *readiness, *args[:-4], resumed, *args[-4:])
+    settings = args[:-4]
+    upgrade = ("upgrade", "-p", "1", *readiness, *settings, resumed, str(version_2), *args[-3:])
     upgraded = env.run(*upgrade, check=True, timeout=600)
     stable = STABLE.search(upgraded.stdout)
     assert stable and stable["old"] == resumed, upgraded.stdout
     final = stable["new"]
     produce(kafka_broker, source, orders(80, 10))
-    committed = read_until(kafka_broker, sink, expected_values(90))
+    read_until(kafka_broker, sink, expected_values(90))
     assert parallelism(env, final) == 1
-    env.run("cancel", final, check=True)
+
+    # an upgrade to a program that cannot start: rolled back to version 2, from the savepoint
+    version_3 = env.root / "kafka_to_kafka_v3.py"
+    version_3.write_text('raise RuntimeError("version 3 cannot start")\n' + program)
+    failing = ("upgrade", *readiness, *settings, final, str(version_3), *args[-3:])
+    failed = env.run(*failing, check=False, timeout=600)
+    rolled = ROLLED_BACK.search(failed.stdout)
+    assert failed.returncode == 1 and rolled and rolled["old"] == final, failed
+    assert "version 3 cannot start" in rolled["reason"] and rolled["prog"] == str(version_2)
+    produce(kafka_broker, source, orders(90, 10))
+    committed = read_until(kafka_broker, sink, expected_values(100))
+    assert env.job(rolled["back"])["state"] == "RUNNING"
+    env.run("cancel", rolled["back"], check=True)
 
     seen = collections.Counter(value for *_, value in committed)
-    assert set(seen) == expected_values(90)
+    assert set(seen) == expected_values(100)
     assert set(seen.values()) == {1}, {v: n for v, n in seen.items() if n > 1}
     # each key's records in one of the sink's partitions, in the order they came in
     by_key: dict[str, list[tuple[int, int, int]]] = collections.defaultdict(list)
@@ -165,10 +182,10 @@ def test_kafka_sink_exactly_once_through_kills_a_rescaled_resume_and_an_upgrade(
         numbers = [n for *_, n in sorted(records)]
         assert numbers == sorted(numbers), (key, numbers)
     # A read_uncommitted reader also reads the records of the aborted transactions.
-    uncommitted = consume_all(kafka_broker, sink, 91, timeout=15, isolation="read_uncommitted")
+    uncommitted = consume_all(kafka_broker, sink, 101, timeout=15, isolation="read_uncommitted")
     twice = collections.Counter(value for *_, value in uncommitted)
     assert max(twice.values()) > 1, "the killed transaction's record is in the log"
-    assert set(twice) == expected_values(90)
+    assert set(twice) == expected_values(100)
 
 
 def parallelism(env: FlinkishEnv, job: str) -> int:
@@ -250,3 +267,60 @@ def replayed(env: FlinkishEnv, job: str) -> bool:
     logs = list((env.root / "log").glob(f"*{job}*.log"))
     text = logs[0].read_text(errors="replace") if logs else ""
     return "Driver attempt 1" in text and "batch 0:" in text.split("Driver attempt 1", 1)[1]
+
+
+def test_a_stateful_query_rescaled_from_a_checkpoint_kafka_committed_writes_nothing_again(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    """A stateful query (``dropDuplicates``) whose driver dies after Kafka committed batch 1
+    and before Spark's commit log did, resumed from its retained checkpoint at another
+    parallelism (``run -s <checkpoint> -p 3``): its state is repartitioned, Spark's offline
+    repartition takes batch 1's id, and the batch is replayed under the next id with the
+    offsets it was planned with; the sink knows it by its digest and writes none of it again.
+    The repartitioned state still drops values it saw before the kill."""
+    env = flinkish_env
+    source = create_topic(kafka_broker, partitions=2)
+    sink = create_topic(kafka_broker, partitions=SINK_PARTITIONS)
+    rocksdb = ("-D", "state.backend.type=rocksdb")
+    args = (*CONNECTOR, *EXACTLY_ONCE, *rocksdb, JOB, str(kafka_broker), source, sink, "dedup")
+    produce(kafka_broker, source, orders(0, 20))
+    faults = {"FLINKISH_TEST_FAULT": "kafka-sink-committed@1:python"}
+    job = job_id_of(env.run("run", "-d", *args, check=True, env=faults).stdout)
+    read_until(kafka_broker, sink, expected_values(20))  # batch 0, committed
+    produce(kafka_broker, source, orders(20, 20))
+    read_until(kafka_broker, sink, expected_values(40))  # batch 1, in Kafka only
+    deadline = time.monotonic() + 300
+    while (state := env.job(job)["state"]) != "FAILED":  # no restarts: the job failed
+        assert time.monotonic() < deadline, f"the job is {state}"
+        time.sleep(0.5)
+    (query,) = [p for p in (env.checkpoints / job).iterdir() if (p / "offsets").is_dir()]
+    assert (query / "offsets" / "1").exists() and not (query / "commits" / "1").exists()
+
+    produce(kafka_broker, source, orders(0, 5) + orders(40, 10))  # 5 seen before, 10 new
+    resumed = job_id_of(
+        env.run("run", "-d", "-s", str(env.checkpoints / job), "-p", "3", *args, check=True).stdout
+    )
+    read_until(kafka_broker, sink, expected_values(50))
+    # the sum of the source's offsets: 20 + 20 + 15 records
+    caught_up(env.checkpoints / resumed / query.name, source, 55)
+    assert parallelism(env, resumed) == 3
+    env.run("cancel", resumed, check=True)
+    committed = consume_all(kafka_broker, sink, 51, timeout=15)
+    seen = collections.Counter(value for *_, value in committed)
+    assert set(seen) == expected_values(50)
+    assert set(seen.values()) == {1}, {v: n for v, n in seen.items() if n > 1}
+
+
+def caught_up(query: Path, topic: str, records: int, timeout: float = 300) -> None:
+    """Until the query's checkpoint has committed a batch that ends at ``records`` records of
+    ``topic`` (the sum of its partitions' offsets)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        batches = sorted(int(p.name) for p in (query / "offsets").glob("[0-9]*"))
+        if batches and (query / "commits" / str(batches[-1])).exists():
+            text = (query / "offsets" / str(batches[-1])).read_text().splitlines()
+            ends = json.loads(text[2]).get(topic, {})
+            if sum(ends.values()) >= records:
+                return
+        assert time.monotonic() < deadline, f"the query did not reach {records} records"
+        time.sleep(0.5)

@@ -198,6 +198,15 @@ def test_jobs_in_one_session_cluster_keep_their_own_settings(
     assert "partitions=5 rows=5" in out_two
     log = env.run("logs", job_id_of(out_one), check=True).stdout
     assert "master local[1] is ignored" in log
+    # the exactly-once Kafka sink is a setting no session job can have: refused, nothing run
+    jobs_before = set(env.checkpoints.iterdir())
+    key = "flinkish.kafka.sink.delivery-guarantee"
+    eos = ("-D", f"{key}=exactly-once", "-D", "flinkish.kafka.sink.transactional-id-prefix=p")
+    refused = env.run("run", "-m", connect_server, *eos, str(script), str(inputs), check=False)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    first = refused.stderr.strip().splitlines()[0]
+    assert f"{key}: exactly-once is not available on a Spark Connect session" in first
+    assert set(env.checkpoints.iterdir()) == jobs_before
 
 
 def _state_partitions(env: FlinkishEnv, job_id: str, query: str) -> int:

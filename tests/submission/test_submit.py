@@ -16,6 +16,7 @@ from flinkish_cli.submission.shipping import (
     S3A_CREDENTIALS_CHAIN,
     check_session_cluster,
     refuse_session_connectors,
+    refuse_session_exactly_once,
     ship_connectors,
     ship_s3a,
 )
@@ -124,3 +125,10 @@ def test_a_session_cluster_is_told_to_load_connectors_when_it_starts(tmp_path: P
     with pytest.raises(ConfigError, match="cannot be added to a running session cluster"):
         refuse_session_connectors(load_configuration(tmp_path, ["flinkish.connectors=kafka"]))
     refuse_session_connectors(load_configuration(tmp_path))
+
+
+def test_a_session_cluster_has_no_exactly_once_kafka_sink(tmp_path: Path) -> None:
+    key = "flinkish.kafka.sink.delivery-guarantee"
+    with pytest.raises(ConfigError, match=f"{key}: exactly-once is not available on a Spark"):
+        refuse_session_exactly_once(load_configuration(tmp_path, [f"{key}=exactly-once"]))
+    refuse_session_exactly_once(load_configuration(tmp_path, [f"{key}=at-least-once"]))

@@ -32,7 +32,10 @@ flinkish reads the new job's commit logs and rolls back only when no query commi
 beyond the state it started from. A new program that fails, or never becomes stable, after
 committing output is not rolled back: it is left to its restart strategy (as with
 ``--no-rollback``), and the outcome says why. Exactly once holds either way: for state, and
-for Spark's file sink, whose own log keeps a replayed batch from being written twice.
+for Spark's file sink, whose own log keeps a replayed batch from being written twice. Under
+the exactly-once Kafka sink a batch may be in Kafka before Spark's commit log holds it, so a
+batch the new job planned beyond the state it started from also means no rollback
+(:func:`~.stability.planned_beyond`).
 
 **Where it runs.** In the process that asks, acting on the registry in storage; or, with
 ``-m host:port`` naming a ``flinkish web`` that takes programs (``web.submit.enable``), in
@@ -67,7 +70,13 @@ from flinkish_cli.client.upgrade.outcome import (
     UpgradeRequest,
 )
 from flinkish_cli.client.upgrade.rollback import Rollback, bring_back
-from flinkish_cli.client.upgrade.stability import committed_beyond, judge, last_commits
+from flinkish_cli.client.upgrade.stability import (
+    committed_beyond,
+    judge,
+    last_commits,
+    last_planned,
+    planned_beyond,
+)
 from flinkish_cli.errors import FlinkishError, JobError
 from flinkish_cli.registry import status_writer
 from flinkish_cli.registry.jobid import parse_job_id
@@ -190,6 +199,7 @@ class Upgrade:
             source = self._take_state(old)
             outcome.source, outcome.mode = source, self.mode
             baseline = self._baseline(old, source)
+            planned = self._baseline(old, source, planned=True)
             new = self._start(self.request.program, self.config, source, old.job_id)
             outcome.new_job_id, outcome.new_job_dir = new.job_id, new.job_dir
             status_writer.link_upgrade(self.registry, old.job_id, new.job_id)
@@ -199,7 +209,7 @@ class Upgrade:
                 self._discard_replaced(old.job_id)
                 return outcome
             outcome.reason = reason
-            committed = self._committed_beyond(new.job_id, baseline)
+            committed = self._committed_beyond(new.job_id, baseline, planned)
             if committed:
                 outcome.reason += (
                     f", after committing output ({committed}) that a rollback would have to undo"
@@ -280,16 +290,30 @@ class Upgrade:
             if not self.registry.get(job).effective_state().is_terminal:
                 raise
 
-    def _baseline(self, old: JobStatus, source: str | None) -> dict[str, int]:
-        """Each query's last committed batch in the state the new program starts from."""
+    def _baseline(
+        self, old: JobStatus, source: str | None, planned: bool = False
+    ) -> dict[str, int]:
+        """Each query's last committed batch in the state the new program starts from (its
+        last planned one, with ``planned``)."""
         if source is None:
             return {}
-        return last_commits(self.config, self.registry.get(old.job_id))
+        last = last_planned if planned else last_commits
+        return last(self.config, self.registry.get(old.job_id))
 
-    def _committed_beyond(self, job_id: str, baseline: dict[str, int]) -> str:
-        """What the new job committed beyond ``baseline``: output a rollback cannot undo."""
+    def _committed_beyond(
+        self, job_id: str, baseline: dict[str, int], planned: dict[str, int]
+    ) -> str:
+        """What the new job committed beyond ``baseline``: output a rollback cannot undo;
+        under the exactly-once Kafka sink also the batches it planned beyond ``planned``."""
+        from flinkish_cli.runtime.connectors.kafka_sink import EXACTLY_ONCE, GUARANTEE_KEY
+
         status = self.registry.find(job_id)
-        return committed_beyond(self.config, status, baseline) if status is not None else ""
+        if status is None:
+            return ""
+        committed = committed_beyond(self.config, status, baseline)
+        if committed or self.config.get(GUARANTEE_KEY) != EXACTLY_ONCE:
+            return committed
+        return planned_beyond(self.config, status, planned)
 
     def _start(
         self,

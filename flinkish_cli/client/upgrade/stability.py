@@ -5,7 +5,9 @@ program reached its first wait and every query reported progress, with no failur
 kind (a :class:`Verdict`). :func:`committed_beyond` reads its queries' commit logs (Spark's
 ``commits/<N>``, as a savepoint does: :func:`~flinkish_cli.savepoints.create.last_committed_batch`)
 for output committed beyond the state it started from (:func:`last_commits`), which a
-rollback would have to undo (see :mod:`flinkish_cli.client.upgrade`).
+rollback would have to undo (see :mod:`flinkish_cli.client.upgrade`); under the
+exactly-once Kafka sink it also reads their offset logs (:func:`planned_beyond`): a batch
+the new job planned may be in Kafka before Spark's commit log holds it.
 """
 
 from __future__ import annotations
@@ -76,15 +78,52 @@ def committed_beyond(config: Any, status: JobStatus, baseline: dict[str, int]) -
     )
 
 
-def _last_commit(config: Any, checkpoint: str) -> int | None:
-    """The last batch in a query checkpoint's commit log (None: none, or unreadable)."""
-    from flinkish_cli.savepoints.create import last_committed_batch
-    from flinkish_cli.storage import open_for_config
+def last_planned(config: Any, status: JobStatus) -> dict[str, int]:
+    """Each of the job's queries' last planned batch, from its checkpoint's offset log."""
+    return {
+        name: batch
+        for name, query in status.queries.items()
+        if (batch := _last_commit(config, query.checkpoint, "offsets")) is not None
+    }
 
+
+def planned_beyond(config: Any, status: JobStatus, baseline: dict[str, int]) -> str:
+    """The job's queries that planned a batch beyond ``baseline`` (each query's last planned
+    batch in the state the job started from, which a rollback replays as it was planned),
+    ``query <name> batch <N>`` each. The exactly-once Kafka sink commits a batch's
+    transactions before Spark's commit log holds the batch, partition by partition: such a
+    batch may be in Kafka, and a rollback, which plans its input anew, would write it again;
+    empty when there is none."""
+    last = last_planned(config, status)
+    return ", ".join(
+        f"query {name} batch {batch}, planned and maybe in Kafka"
+        for name, batch in sorted(last.items())
+        if batch > baseline.get(name, -1)
+    )
+
+
+def _last_commit(config: Any, checkpoint: str, log: str = "commits") -> int | None:
+    """The last batch in a query checkpoint's commit log, or its offset log with ``log=
+    "offsets"`` (None: none, or unreadable)."""
+    from flinkish_cli.savepoints import layout
+    from flinkish_cli.storage import join, open_for_config
+
+    directory = join(checkpoint.rstrip("/"), log)
     try:
-        return last_committed_batch(open_for_config(checkpoint, config), checkpoint.rstrip("/"))
+        storage = open_for_config(checkpoint, config)
+        if not storage.exists(directory):
+            return None
+        batches = layout.numbered([i.name for i in storage.list(directory)])
     except (FlinkishError, OSError):
         return None
+    return batches[-1] if batches else None
 
 
-__all__ = ["Verdict", "committed_beyond", "judge", "last_commits"]
+__all__ = [
+    "Verdict",
+    "committed_beyond",
+    "judge",
+    "last_commits",
+    "last_planned",
+    "planned_beyond",
+]

@@ -21,7 +21,10 @@ Kafka transactions:
 - a task first reads its marker (a ``read_committed`` offset fetch, stable once its
   transactional id is fenced): a batch its partition already committed (Kafka committed, the
   driver died before Spark's commit log) is skipped, so a replayed batch writes only what
-  was not committed.
+  was not committed. A marker is recognised by its digest, whatever its batch id
+  (:func:`same_input`): a planned batch that a rescale of a stateful query replays under the
+  next id (Spark's offline repartition takes the id it had,
+  :mod:`~flinkish_cli.runtime.queries.restoring`) is the same batch.
 
 The markers rely on partition ``i`` of a replayed batch holding the records partition ``i``
 held in the batch's first run. Spark does not promise that: its Kafka source numbers a
@@ -139,7 +142,7 @@ class TransactionalSink:
         count = planned_partitions(self.spec, marker, df.rdd.getNumPartitions())
         rows = by_content(df, count).rdd
         rows.foreachPartition(partial(write_partition, self.spec, int(batch_id), marker))
-        faults.inject("kafka-sink-committed", self.spec.attempt)
+        faults.inject("kafka-sink-committed", self.spec.attempt, int(batch_id))
 
 
 class TransactionalBatchWrites:
@@ -182,7 +185,7 @@ class TransactionalBatchWrites:
             result = self.function(df, batch_id)
         finally:
             self.slot.write = None
-        faults.inject("kafka-sink-committed", self.spec.attempt)
+        faults.inject("kafka-sink-committed", self.spec.attempt, int(batch_id))
         return result
 
 
@@ -196,6 +199,15 @@ def batch_marker(batch_id: int, offsets: str) -> str:
 
     digest = hashlib.sha256(planned_input(offsets).encode()).hexdigest()[:16]
     return f"{batch_id}:{digest}"
+
+
+def same_input(recorded: str | None, marker_text: str) -> bool:
+    """Whether a recorded marker (``<batch>:<digest>``) is of the batch of ``marker_text``:
+    the same digest, whatever the batch's id. The digest covers the batch's end offsets, its
+    watermark and its timestamp, and it starts where the batch before it ended: two batches
+    of one digest read the same records (a batch planned anew has another timestamp)."""
+    digest = marker_text.partition(":")[2]
+    return bool(recorded) and bool(digest) and str(recorded).partition(":")[2] == digest
 
 
 def plan_group(spec: SinkSpec) -> str:
@@ -229,7 +241,7 @@ def planned_partitions(spec: SinkSpec, marker_text: str, count: int) -> int:
         where = [TopicPartition(spec.markers, 0)]
         (plan,) = _retried(lambda: consumer.committed(where, timeout=TIMEOUT_S))
         recorded, _, partitions = (plan.metadata or "").rpartition("/")
-        if plan.offset == batch + 1 and recorded == marker_text and partitions.isdigit():
+        if same_input(recorded, marker_text) and partitions.isdigit():
             return int(partitions)
         before = int(partitions) if partitions.isdigit() else 0
         offsets = [TopicPartition(spec.markers, 0, batch + 1, metadata=f"{marker_text}/{count}")]
@@ -328,7 +340,7 @@ def write_partition(spec: SinkSpec, batch_id: int, marker_text: str, rows: Any) 
     )
     try:
         (committed,) = marker.committed([TopicPartition(spec.markers, 0)], timeout=TIMEOUT_S)
-        if committed.offset == batch_id + 1 and committed.metadata == marker_text:
+        if same_input(committed.metadata, marker_text):
             return  # this partition of the batch is in Kafka already
         failed: list[str] = []
 
@@ -337,7 +349,7 @@ def write_partition(spec: SinkSpec, batch_id: int, marker_text: str, rows: Any) 
                 failed.append(str(error))
 
         producer.begin_transaction()
-        _fault(spec, "kafka-sink-first-record")
+        _fault(spec, "kafka-sink-first-record", batch_id)
         for index, row in enumerate(rows):
             key, value, topic, target, headers = _record(row, spec.topic)
             extra = {} if target is None else {"partition": target}
@@ -347,7 +359,7 @@ def write_partition(spec: SinkSpec, batch_id: int, marker_text: str, rows: Any) 
             producer.poll(0)
             if index == 0:
                 producer.flush(TIMEOUT_S)
-                _fault(spec, "kafka-sink-between-records")
+                _fault(spec, "kafka-sink-between-records", batch_id)
         offsets = [TopicPartition(spec.markers, 0, batch_id + 1, metadata=marker_text)]
         producer.send_offsets_to_transaction(offsets, marker.consumer_group_metadata(), TIMEOUT_S)
         producer.commit_transaction(TIMEOUT_S)
@@ -381,9 +393,9 @@ def _bytes(value: Any) -> bytes | None:
     return str(value).encode()
 
 
-def _fault(spec: SinkSpec, point: str) -> None:
+def _fault(spec: SinkSpec, point: str, batch: int) -> None:
     """A test fault in an executor's worker: once per driver attempt (a token file)."""
-    process = faults.wanted(point, spec.attempt)
+    process = faults.wanted(point, spec.attempt, batch)
     if process is None:
         return
     try:

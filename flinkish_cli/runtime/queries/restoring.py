@@ -266,8 +266,14 @@ class JobRestorer:
         when the state was repartitioned.
 
         A batch planned and never committed is taken out of the offset log first
-        (:meth:`_drop_planned`): the batches after the repartition read its input. A
-        ``foreachBatch`` sink sees that input under a later batch id, as after any replay."""
+        (:meth:`_drop_planned`; Spark repartitions only a checkpoint whose last planned batch
+        committed, and its repartition commits a batch of its own under the next id), then
+        planned again after the repartition batch with the same offsets (:meth:`_replan`):
+        the batch reads the records its first run read, under the next batch id. A
+        ``foreachBatch`` sink sees that input under a later batch id; the exactly-once Kafka
+        sink knows the batch by its digest
+        (:func:`~flinkish_cli.runtime.connectors.kafka_sink.same_input`) and writes nothing
+        it already committed."""
         partitions = _session_partitions(spark, self.plan.parallelism)
         if not saved.stateful or not saved.shuffle_partitions:
             return False
@@ -288,7 +294,7 @@ class JobRestorer:
             saved.shuffle_partitions,
             partitions,
         )
-        self._drop_planned(query, target, checkpoint, saved.last_committed_batch)
+        planned = self._drop_planned(query, target, checkpoint, saved.last_committed_batch)
         try:
             repartition(spark, checkpoint, partitions)
         except SavepointError:
@@ -303,24 +309,46 @@ class JobRestorer:
                 f"(-p {saved.shuffle_partitions}) or retry.",
             ) from error
         self.restored[query.identity] += 1
+        if planned is not None:
+            self._replan(query, target, checkpoint, planned, partitions)
         return True
+
+    def _replan(
+        self, query: QueryIdentity, target: Any, checkpoint: str, text: str, partitions: int
+    ) -> None:
+        """Plan a dropped batch's offset log entry ``text`` again after the repartition's
+        batch, at ``partitions`` (the repartition batch starts where the dropped batch did, so
+        the batch reads the same records)."""
+        from flinkish_cli.storage import join
+
+        offsets = join(checkpoint, "offsets")
+        batch = layout.numbered(_names(target, offsets))[-1] + 1
+        target.write_text(
+            join(offsets, str(batch)), layout.with_shuffle_partitions(text, partitions)
+        )
+        log.info(
+            "%s replays its planned batch as batch %s, with the offsets it was planned with.",
+            query.label(),
+            batch,
+        )
 
     def _drop_planned(
         self, query: QueryIdentity, target: Any, checkpoint: str, committed: int | None
-    ) -> None:
+    ) -> str | None:
         """Take out of the offset log the batches planned after the last committed one (a
         query stopped in a busy moment, or its savepoint, may hold its next batch planned):
         Spark repartitions only a checkpoint whose last planned batch committed. The sources'
         own logs stay, so a file source's next batch takes the files that batch had planned;
         :class:`SavepointError` when the query's file sink holds such a batch (its rows
-        would be written twice)."""
+        would be written twice). The first dropped batch's entry is returned, to be planned
+        again (:meth:`_replan`)."""
         from flinkish_cli.storage import join, open_storage
 
         last = -1 if committed is None else committed
         offsets = join(checkpoint, "offsets")
         planned = [b for b in layout.numbered(_names(target, offsets)) if b > last]
         if not planned:
-            return
+            return None
         sink = self.sinks.get(query.identity)
         if sink:
             names = _names(open_storage(sink, self.settings), join(sink, "_spark_metadata"))
@@ -333,6 +361,7 @@ class JobRestorer:
                     "Resume at the checkpoint's own parallelism; rescale once the query has "
                     "committed a batch after it.",
                 )
+        first = str(target.read_text(join(offsets, str(planned[0]))))
         for batch in planned:
             target.delete(join(offsets, str(batch)))
             target.delete(join(offsets, f".{batch}.crc"))
@@ -341,6 +370,7 @@ class JobRestorer:
             query.label(),
             planned[0],
         )
+        return first
 
     def _check_shape(self, query: QueryIdentity, saved: Any) -> bool:
         """A generated identity must still name the same kind of query: False when it does
