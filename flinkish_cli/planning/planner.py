@@ -64,15 +64,15 @@ def dry_run(
     A :class:`~flinkish_cli.errors.JobError` when the program fails."""
     from flinkish_cli.errors import FlinkishError, JobError
     from flinkish_cli.runtime.driver.program import run_program
-    from flinkish_cli.runtime.flavours.flavour import classic
+    from flinkish_cli.runtime.flavours.flavour import CLASSIC, by_name
     from flinkish_cli.spark.failures import short_cause
     from flinkish_cli.spark.local import local_session
 
     def stop(spark: Any) -> None:  # the script's stop() is patched to keep the session
-        hooks.stop_session(classic(), spark)
+        hooks.stop_session(by_name(CLASSIC), spark)
 
     with local_session(master, spark_conf, stop, class_data_sharing) as spark:
-        controller = hooks.QueryController(_Planner(), classic())
+        controller = hooks.QueryController(_Planner(), by_name(CLASSIC))
         hooks.install(controller)
         try:
             with contextlib.redirect_stdout(io.StringIO()):

@@ -3,6 +3,8 @@ script.
 
 - :mod:`.driver`           the entry point ``spark-submit`` runs: plan in, attempts, end.
 - :mod:`.job`              the job's state machine: threads, ending, final state.
+- :mod:`.parts`            what the state machine is built from: one settings value and its
+                           collaborators (their one factory).
 - :mod:`.attempts`         the program's attempts, and what their failures were.
 - :mod:`.program`          runs the user's script or module as ``__main__``.
 - :mod:`.control_server`   carries out control requests (cancel, stop, savepoint, checkpoint).

@@ -173,7 +173,8 @@ def run_job(
     from flinkish_cli.errors import FlinkishError
     from flinkish_cli.registry.store import JobRegistry
     from flinkish_cli.runtime.driver.attempts import SparkLostError
-    from flinkish_cli.runtime.driver.job import JobRuntime, RuntimeSettings
+    from flinkish_cli.runtime.driver.job import JobRuntime
+    from flinkish_cli.runtime.driver.parts import RuntimeSettings, build_parts
     from flinkish_cli.runtime.flavours import flavour as flavours
     from flinkish_cli.runtime.queries import hooks
     from flinkish_cli.runtime.restart import (
@@ -189,7 +190,8 @@ def run_job(
     settings = StorageSettings.from_flink(storage_flat_conf(plan, secrets))
     registry = JobRegistry.open(plan.checkpoint_root, settings)
     flavour = flavours.by_name(flavour_name)
-    runtime = JobRuntime(plan, registry, flavour, settings, RuntimeSettings.from_config(config))
+    given = RuntimeSettings.from_config(config)
+    runtime = JobRuntime(plan, given, build_parts(plan, registry, flavour, settings, given))
     runtime.status.connect_session = connect_session
     container = os.environ.get("CONTAINER_ID")
     runtime.status.yarn_application = application_of_container(container)

@@ -1,8 +1,9 @@
 """The life of a job inside its driver: its state machine, from start to end.
 
-:class:`JobRuntime` decides what state the job is in and how it ends. It composes the parts
-that do the work, each in a module of its own (``runtime.`` below is
-:mod:`flinkish_cli.runtime`):
+:class:`JobRuntime` decides what state the job is in and how it ends. It is built from one
+settings value and the parts that do the work (:mod:`.parts`: the real ones from
+:func:`~.parts.build_parts`, doubles in a test), each in a module of its own (``runtime.``
+below is :mod:`flinkish_cli.runtime`):
 
 - ``runtime.status_keeper.StatusKeeper``: the job's status, its lock and the heartbeat
   thread that writes it (``heartbeat.interval``, and after each completed micro-batch);
@@ -51,39 +52,29 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from flinkish_cli.autoscaler.settings import AutoscalerSettings
 from flinkish_cli.errors import JobError
 from flinkish_cli.plan.job import JobPlan
 from flinkish_cli.registry.control import ControlChannel, poll_interval
 from flinkish_cli.registry.history import SavepointHistory, Trigger
 from flinkish_cli.registry.status import JobState, JobStatus
-from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.driver.attempts import Attempts, CheckpointsFailed, NoCheckpointProgress
+from flinkish_cli.runtime.driver.attempts import CheckpointsFailed, NoCheckpointProgress
 from flinkish_cli.runtime.driver.control_server import ControlServer
-from flinkish_cli.runtime.driver.jvm_watch import JvmWatch
-from flinkish_cli.runtime.driver.process_metrics import ProcessMetricsWatch, probe_for
-from flinkish_cli.runtime.flavours.flavour import Flavour
+from flinkish_cli.runtime.driver.parts import JobParts, RuntimeSettings
+from flinkish_cli.runtime.driver.process_metrics import ProcessMetricsWatch
 from flinkish_cli.runtime.queries import hooks
 from flinkish_cli.runtime.queries.checkpoint_rules import (
     WATCH_SECONDS,
-    BatchWatcher,
-    CheckpointRules,
     delete_owned_checkpoints,
 )
 from flinkish_cli.runtime.queries.footprints import FootprintWatch
-from flinkish_cli.runtime.queries.periodic import PeriodicSavepoints, SavepointPolicy
-from flinkish_cli.runtime.queries.queries import JobQueries
-from flinkish_cli.runtime.queries.restoring import JobRestorer
-from flinkish_cli.runtime.queries.snapshots import Snapshots
+from flinkish_cli.runtime.queries.periodic import PeriodicSavepoints
 from flinkish_cli.runtime.queries.stopping import stop_between_batches
-from flinkish_cli.runtime.restart import EXIT_JVM_LOST, history_size
+from flinkish_cli.runtime.restart import EXIT_JVM_LOST
 from flinkish_cli.runtime.scaling.autoscaling import Autoscaler
 from flinkish_cli.runtime.scaling.in_place import InPlaceRescales
 from flinkish_cli.runtime.scaling.rescaling import RescaleWatch
-from flinkish_cli.runtime.status_keeper import StatusKeeper
 from flinkish_cli.spark.failures import short_cause
 
 log = logging.getLogger("flinkish.runtime")
@@ -93,85 +84,34 @@ log = logging.getLogger("flinkish.runtime")
 CANCEL_GRACE = 15.0
 
 
-@dataclass(frozen=True)
-class RuntimeSettings:
-    """What the job's configuration tells its runtime (:meth:`from_config`); the defaults
-    are a job's with nothing periodic (no savepoints, sizes or JVM metrics, no autoscaler)."""
-
-    rules: CheckpointRules = field(default_factory=CheckpointRules)
-    history_size: int = 16  # web.exception-history-size
-    policy: SavepointPolicy | None = None  # periodic savepoints and retention
-    footprint_interval: float = 0.0  # flinkish.checkpoint.size.interval
-    jvm_interval: float = 0.0  # flinkish.metrics.jvm.interval
-    readiness: float = 300.0  # flinkish.upgrade.readiness.timeout
-    autoscaler: AutoscalerSettings | None = None
-
-    @classmethod
-    def from_config(cls, config: Any) -> RuntimeSettings:
-        return cls(
-            rules=CheckpointRules.from_config(config),
-            history_size=history_size(config),
-            policy=SavepointPolicy.from_config(config),
-            footprint_interval=config.get("flinkish.checkpoint.size.interval").total_seconds(),
-            jvm_interval=config.get("flinkish.metrics.jvm.interval").total_seconds(),
-            readiness=config.get("flinkish.upgrade.readiness.timeout").total_seconds(),
-            autoscaler=AutoscalerSettings.from_config(config),
-        )
-
-
 class JobRuntime(InPlaceRescales):
-    """One job, inside its driver: its plan, its registry, its Spark flavour, the storage
-    settings its checkpoints need (None: the registry's) and its :class:`RuntimeSettings`."""
+    """One job, inside its driver: its plan, its :class:`~.parts.RuntimeSettings` and its
+    collaborators (:class:`~.parts.JobParts`, the real ones from
+    :func:`~.parts.build_parts`)."""
 
-    def __init__(
-        self,
-        plan: JobPlan,
-        registry: JobRegistry,
-        flavour: Flavour,
-        storage: Any = None,
-        runtime: RuntimeSettings | None = None,
-    ) -> None:
-        given = runtime or RuntimeSettings()
-        settings, policy, autoscaler = storage, given.policy, given.autoscaler
-        readiness = given.readiness
+    def __init__(self, plan: JobPlan, settings: RuntimeSettings, parts: JobParts) -> None:
+        autoscaler = settings.autoscaler
         self.plan = plan
-        self.footprint_interval = given.footprint_interval
-        self.jvm_interval = given.jvm_interval
-        self.policy = policy
-        self.history_size = given.history_size
-        self.flavour = flavour
-        self.registry = registry
-        self.rules = given.rules
-        self.keeper = StatusKeeper(plan, registry)
-        self.rule_watcher = BatchWatcher(self.rules, self._fail_checkpoints, self._stalled)
-        self.queries = JobQueries(
-            plan,
-            flavour,
-            registry,
-            settings,
-            self.rules,
-            self.keeper,
-            JobRestorer(plan, settings, registry),
-            self.rule_watcher,
-        )
-        self.snapshots = Snapshots(
-            plan, registry, settings, self.queries, self.keeper, policy and policy.retention
-        )
+        self.footprint_interval = settings.footprint_interval
+        self.jvm_interval = settings.jvm_interval
+        self.policy = settings.policy
+        self.history_size = settings.history_size
+        self.rules = settings.rules
+        self.flavour = parts.flavour
+        self.registry = registry = parts.registry
+        self.keeper = parts.keeper
+        self.rule_watcher = parts.rule_watcher
+        self.queries = parts.queries
+        self.snapshots = parts.snapshots
+        self.jvm = parts.jvm
+        self.attempts = parts.attempts
+        self.probe = parts.probe
+        self.connect()
         self.control = ControlServer(ControlChannel(registry, plan.job_id), self)
         self._done = threading.Event()
         self._ending: JobState | None = None
         self._ending_cause: str | None = None
         self._threads: list[threading.Thread] = []
-        self.jvm = JvmWatch(flavour, plan.deploy_mode)
-        self.attempts = Attempts(
-            plan,
-            flavour,
-            self.queries,
-            self.keeper,
-            self.rule_watcher,
-            self.jvm,
-            lambda: self.ending,
-        )
         self.autoscaler: Autoscaler | None = None
         if autoscaler is not None and autoscaler.enabled:
             self.autoscaler = Autoscaler(
@@ -190,8 +130,16 @@ class JobRuntime(InPlaceRescales):
             lambda: dict(self.queries.restorer.restored),
             self.abandon_rescale,
             self._rescale_ended,
-            readiness,
+            settings.readiness,
         )
+
+    def connect(self) -> None:
+        """Connect the parts that call back into the state machine: the checkpoint rules'
+        watcher fails the attempt (too many failed checkpoints, no progress), and the
+        attempts ask whether the job is ending."""
+        self.rule_watcher.fail = self._fail_checkpoints
+        self.rule_watcher.stalled = self._stalled
+        self.attempts.ending = lambda: self.ending
 
     @property
     def status(self) -> JobStatus:
@@ -236,8 +184,9 @@ class JobRuntime(InPlaceRescales):
             )
             threads.append((lambda: watch.run(self._done), "flinkish-checkpoint-size"))
         if self.jvm_interval > 0:
-            probe = probe_for(self.flavour, self.plan.master, lambda: self.spark)
-            jvms = ProcessMetricsWatch(self.registry, self.plan.job_id, probe, self.jvm_interval)
+            jvms = ProcessMetricsWatch(
+                self.registry, self.plan.job_id, self.probe, self.jvm_interval
+            )
             threads.append((lambda: jvms.run(self._done), "flinkish-jvm-metrics"))
         for target, name in threads:
             thread = threading.Thread(target=target, name=name, daemon=True)

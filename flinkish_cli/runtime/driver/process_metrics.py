@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from flinkish_cli.registry import jvm
 from flinkish_cli.registry.jvm import DRIVER, JMX, SPARK, UNKNOWN, Collector, JvmRecord, Process
 from flinkish_cli.registry.store import JobRegistry
-from flinkish_cli.runtime.flavours.flavour import CONNECT, Flavour
+from flinkish_cli.runtime.flavours.flavour import Flavour
 
 log = logging.getLogger("flinkish.runtime")
 
@@ -102,7 +102,7 @@ class ProcessMetricsWatch:
 def probe_for(flavour: Flavour, master: str, session: Callable[[], Any]) -> Probe:
     """The probe of ``flavour``: ``master`` is the job's Spark master (a session cluster's
     ``sc://`` address), ``session`` gives the program's SparkSession once it has one."""
-    if flavour.name == CONNECT:
+    if flavour.remote:
         return ConnectProbe(master, session)
     return ClassicProbe()
 

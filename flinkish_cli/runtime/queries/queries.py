@@ -40,7 +40,7 @@ from flinkish_cli.runtime.connectors.kafka_sink import (
     spec_for,
 )
 from flinkish_cli.runtime.explain.graphs import GraphRecorder
-from flinkish_cli.runtime.flavours.flavour import CONNECT, Flavour
+from flinkish_cli.runtime.flavours.flavour import Flavour
 from flinkish_cli.runtime.queries import hooks
 from flinkish_cli.runtime.queries.checkpoint_rules import BatchWatcher, CheckpointRules
 from flinkish_cli.runtime.queries.identity import QueryIdentity
@@ -209,7 +209,7 @@ class JobQueries:
             return None
         path = str(path)
         if "://" not in path and not os.path.isabs(path):
-            if self.flavour.name == CONNECT:
+            if self.flavour.remote:
                 return None
             path = os.path.abspath(path)
         try:

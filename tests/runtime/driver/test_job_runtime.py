@@ -1,5 +1,6 @@
 """The driver's state machine in this process: :class:`JobRuntime` built from its plan, a real
-registry in a temporary directory, the classic flavour and one :class:`RuntimeSettings`,
+registry in a temporary directory, the classic flavour and one :class:`RuntimeSettings`
+(its real parts, from :func:`build_parts`, as the driver builds it),
 with its heartbeat and watcher threads running but no Spark (no query, no JVM). A cancel
 asked through the control channel (the job client's own ``ask``) ends the job CANCELED in
 the registry; a second end and a savepoint of the ending job are refused with the reason.
@@ -22,7 +23,8 @@ from flinkish_cli.registry import protocol
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.driver import job as job_module
-from flinkish_cli.runtime.driver.job import JobRuntime, RuntimeSettings
+from flinkish_cli.runtime.driver.job import JobRuntime
+from flinkish_cli.runtime.driver.parts import RuntimeSettings, build_parts
 from flinkish_cli.runtime.flavours import flavour as flavours
 
 JOB = "4d" * 16
@@ -57,7 +59,9 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[JobRunt
         master="local[1]",
     )
     registry = JobRegistry.open(root)
-    runtime = JobRuntime(plan, registry, flavours.by_name("classic"), None, RuntimeSettings())
+    settings = RuntimeSettings()
+    parts = build_parts(plan, registry, flavours.by_name("classic"), None, settings)
+    runtime = JobRuntime(plan, settings, parts)
     runtime.begin()
     runtime.keeper.set_state(JobState.RUNNING)
     runtime.queries.has_run = True

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from flinkish_cli.runtime.flavours.flavour import CLASSIC, Flavour
+from flinkish_cli.runtime.flavours.classic import ClassicFlavour
 from flinkish_cli.runtime.queries import hooks
 
 
@@ -69,7 +69,7 @@ class Session:
         return None
 
 
-FLAVOUR = Flavour(CLASSIC, Writer, Query, Manager, Session)
+FLAVOUR = ClassicFlavour(Writer, Query, Manager, Session)
 
 
 class Starter:

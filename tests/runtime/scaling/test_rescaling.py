@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -19,6 +18,8 @@ from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecor
 from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import JobRegistry
 from flinkish_cli.runtime.driver.job import JobRuntime
+from flinkish_cli.runtime.driver.parts import RuntimeSettings, build_parts
+from flinkish_cli.runtime.flavours.flavour import CLASSIC, by_name
 from flinkish_cli.runtime.scaling.rescaling import RescaleWatch
 
 JOB = "cd" * 16
@@ -36,11 +37,17 @@ class Watched:
             checkpoint_root=str(tmp_path / "checkpoints"), flink_conf={}, master="local[3]",
             parallelism=3, restore=restore,
         )  # fmt: skip
+        self.plan = plan
         self.given_up: list[str] = []
         self.watch = RescaleWatch(
             plan, self.registry, lambda: self.status, dict, self.given_up.append,
             lambda marker, outcome: None,
         )  # fmt: skip
+
+    def runtime(self) -> JobRuntime:
+        """The job's real state machine, built as the driver builds it (no Spark started)."""
+        parts = build_parts(self.plan, self.registry, by_name(CLASSIC))
+        return JobRuntime(self.plan, RuntimeSettings(), parts)
 
     def mark(self, stage: str) -> None:
         write_marker(self.registry, JOB, RescaleMarker("r1", 2, 3, "/sp/savepoint-x", stage))
@@ -93,8 +100,7 @@ def test_a_completed_rescale_has_its_restart_measured_onto_its_record(
     """From the marker's time (the old driver began stopping) to when the new driver has
     every query's first batch behind it; a rollback measures nothing."""
     watched = Watched(tmp_path)
-    runtime = SimpleNamespace(registry=watched.registry, plan=watched.watch.plan)
-    watched.watch.ended = lambda marker, ended: JobRuntime._rescale_ended(runtime, marker, ended)  # type: ignore[arg-type]
+    watched.watch.ended = watched.runtime()._rescale_ended
     _in_progress(watched.registry, "r1")
     stopped = time.time() - 42.0
     marker = RescaleMarker("r1", 2, 3, "/sp/savepoint-x", stage, time=int(stopped * 1000))
@@ -110,20 +116,19 @@ def test_a_completed_rescale_has_its_restart_measured_onto_its_record(
         assert record.restart_duration is None
 
 
-def test_the_restart_is_timed_from_before_the_queries_stop(tmp_path: Path) -> None:
-    registry = JobRegistry.open(str(tmp_path))
+def test_the_restart_is_timed_from_before_the_queries_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watched = Watched(tmp_path, rescale=None)
+    registry = watched.registry
+    runtime = watched.runtime()
+    runtime.keeper.set_state(JobState.RUNNING)
     stops: list[tuple[RescaleMarker, float]] = []
-    runtime = SimpleNamespace(
-        registry=registry,
-        plan=SimpleNamespace(job_id=JOB, parallelism=2, job_dir=str(tmp_path / JOB)),
-        policy=None,
-        _require_live=lambda what: None,
-        rescale_refusal=lambda parallelism: None,
-        rescale=lambda marker, directory: stops.append((marker, time.time())) or "/sp/x",
-        _rescale_ended=lambda marker, outcome: None,
+    monkeypatch.setattr(  # the queries' stop and savepoint, which need Spark
+        runtime, "rescale", lambda marker, directory: stops.append((marker, time.time())) or "/sp/x"
     )
     before = int(time.time() * 1000)
-    assert JobRuntime.request_rescale(runtime, 3, "By hand.") == "/sp/x"  # type: ignore[arg-type]
+    assert runtime.request_rescale(2, "By hand.") == "/sp/x"
     [(marker, stopping)] = stops
     assert before <= marker.time <= stopping * 1000, "stamped before the queries stop"
     [record] = RescaleHistory.read(registry, JOB).rescales
