@@ -22,6 +22,15 @@ import pytest
 from tests.fixtures.cycle import Cycle, savepoint_path
 from tests.fixtures.flinkish_env import FlinkishEnv
 from tests.fixtures.hdfs import Hdfs
+from tests.fixtures.store_lifecycle import (
+    RESTARTS,
+    RETENTION,
+    assert_retained,
+    kill_mid_batch,
+    upgrade_then_roll_back,
+    webhdfs_store,
+)
+from tests.fixtures.upgrade_pipeline import Pipeline
 from tests.fixtures.web_server import running_web
 
 pytestmark = pytest.mark.spark
@@ -77,16 +86,18 @@ def _wait_for_state(env: FlinkishEnv, job: str, state: str, timeout: float = 300
         time.sleep(1)
 
 
-def test_run_savepoint_stop_resume_rescaled_on_hdfs(
-    flinkish_env: FlinkishEnv, hdfs_cluster: Hdfs
-) -> None:
+@pytest.mark.timeout(1200)
+def test_the_whole_lifecycle_on_hdfs(flinkish_env: FlinkishEnv, hdfs_cluster: Hdfs) -> None:
     """run -d, savepoint to hdfs://, stop --savepointPath hdfs://, run -s hdfs:// -p 4: every
     row reaches the sink once, the counts are the ground truth; the checkpoints, savepoints and
     registry are files on the NameNode; ``flinkish list`` and ``flinkish web`` read them;
     ``savepoint info``, ``state ls`` and ``state show`` read the HDFS savepoint through
-    WebHDFS, and ``savepoint -d`` removes exactly its files."""
-    env, cycle, hdfs = flinkish_env, Cycle(flinkish_env), hdfs_cluster
-    with _on_hdfs(env, hdfs) as root:
+    WebHDFS, and ``savepoint -d`` removes exactly its files. Then the resumed job's driver
+    and its JVM are killed mid-batch, an upgrade becomes stable and another rolls back:
+    every row once, and the NameNode's files are what retention keeps."""
+    env, pipeline, hdfs = flinkish_env, Pipeline(flinkish_env), hdfs_cluster
+    cycle = pipeline.cycle
+    with _on_hdfs(env, hdfs, **RETENTION) as root:
         cycle.add_input(3)
         job = cycle.start()
         cycle.wait_until_all_processed()
@@ -130,7 +141,7 @@ def test_run_savepoint_stop_resume_rescaled_on_hdfs(
         assert f"{second.removeprefix(hdfs.url(root) + '/')}/_metadata" in after
 
         cycle.add_input(2)  # arrives while the job is stopped
-        resumed = cycle.start("-s", second, "-p", "4")
+        resumed = cycle.start("-s", second, "-p", "4", *RESTARTS)
         cycle.wait_until_all_processed()
         listed = env.job(resumed)
         assert listed["state"] == "RUNNING"
@@ -138,9 +149,22 @@ def test_run_savepoint_stop_resume_rescaled_on_hdfs(
             overview = web.get("/jobs/overview").json()["jobs"]
         states = {entry["jid"]: entry["state"] for entry in overview}
         assert states == {job: "FINISHED", resumed: "RUNNING"}, states
-        env.run("cancel", resumed, check=True)
+
+        store = webhdfs_store(hdfs.http_port, root)
+        killed = kill_mid_batch(pipeline, store, resumed, "python")
+        assert "Python driver was killed by signal 9" in killed["failure_cause"], killed
+        killed = kill_mid_batch(pipeline, store, resumed, "jvm")
+        assert "Spark's JVM exited with signal 9 (SIGKILL)" in killed["failure_cause"], killed
         cycle.check_exactly_once()
-        assert f"checkpoints/{resumed}/_flinkish/status.json" in hdfs.ls(root)
+
+        upgrades = upgrade_then_roll_back(env, pipeline, resumed)
+        env.run("cancel", upgrades.back, check=True)
+        cycle.check_exactly_once()
+        # as on S3: the stopped job and the one rolled back from keep their checkpoints, the
+        # replaced and the cancelled ones do not; one savepoint stays in the savepoint dir
+        jobs = {job: True, resumed: False, upgrades.upgraded: True, upgrades.back: False}
+        rollback = upgrades.rollback_savepoint.removeprefix(hdfs.url(f"{root}/savepoints/"))
+        assert_retained(store, jobs, "savepoints", rollback)
 
 
 def test_a_namenode_restart_under_a_running_job_restarts_it_exactly_once(

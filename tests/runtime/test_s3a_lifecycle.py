@@ -21,6 +21,15 @@ from tests.fixtures.cycle import Cycle, savepoint_path
 from tests.fixtures.flinkish_env import FlinkishEnv
 from tests.fixtures.s3_faults import SlowDownProxy, partial_savepoints, s3_through
 from tests.fixtures.s3server import start_s3_server
+from tests.fixtures.store_lifecycle import (
+    RESTARTS,
+    RETENTION,
+    assert_retained,
+    kill_mid_batch,
+    s3_store,
+    upgrade_then_roll_back,
+)
+from tests.fixtures.upgrade_pipeline import Pipeline
 from tests.storage.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
@@ -34,10 +43,13 @@ def _keys(s3_server, bucket: str, prefix: str) -> list[str]:  # type: ignore[no-
     return sorted(keys)
 
 
-def test_run_savepoint_stop_resume_rescaled_with_checkpoints_on_s3a(
+def test_the_whole_lifecycle_with_checkpoints_on_s3a(
     flinkish_env: FlinkishEnv, s3_server, s3_bucket: str
 ) -> None:
-    env, cycle = flinkish_env, Cycle(flinkish_env)
+    """run, savepoint, stop, savepoint -d, run -s -p 4; the resumed job's driver and then
+    its JVM killed mid-batch; an upgrade that becomes stable and one that rolls back; every
+    row exactly once, and the bucket's keys are what retention keeps."""
+    env, pipeline = flinkish_env, Pipeline(flinkish_env)
     env.write_conf(
         {
             **s3_server.flink_conf(),  # Flink's own keys: s3.endpoint, s3.access-key, ...
@@ -50,18 +62,19 @@ def test_run_savepoint_stop_resume_rescaled_with_checkpoints_on_s3a(
             # and the SDK's asynchronous upload of a local file (RocksDB's snapshot files)
             # never reaches it: S3A copies those through its ordinary output stream
             "fs.s3a.optimized.copy.from.local.enabled": "false",
+            **RETENTION,
         }
     )
     try:
-        _lifecycle(env, cycle, s3_server, s3_bucket)
+        _lifecycle(env, pipeline, s3_server, s3_bucket)
     finally:  # the fixture's clean-up looks for registries on local disk only
         for listed in env.list_jobs():
             if listed["state"] not in ("FINISHED", "FAILED", "CANCELED"):
                 env.run("cancel", listed["jid"], timeout=120)
 
 
-def _lifecycle(env: FlinkishEnv, cycle: Cycle, s3_server, s3_bucket: str) -> None:  # type: ignore[no-untyped-def]
-    bucket = s3_bucket.removeprefix("s3://")
+def _lifecycle(env: FlinkishEnv, pipeline: Pipeline, s3_server, s3_bucket: str) -> None:  # type: ignore[no-untyped-def]
+    bucket, cycle = s3_bucket.removeprefix("s3://"), pipeline.cycle
     cycle.add_input(3)
     job = cycle.start()
     cycle.wait_until_all_processed(timeout=300)
@@ -94,13 +107,28 @@ def _lifecycle(env: FlinkishEnv, cycle: Cycle, s3_server, s3_bucket: str) -> Non
     assert "_metadata" in _keys(s3_server, bucket, second.removeprefix(s3_bucket + "/") + "/")
 
     cycle.add_input(2)  # arrives while the job is stopped
-    resumed = cycle.start("-s", second, "-p", "4")
+    resumed = cycle.start("-s", second, "-p", "4", *RESTARTS)
     cycle.wait_until_all_processed(timeout=300)
     assert env.job(resumed)["state"] == "RUNNING"
-    env.run("cancel", resumed, check=True)
-    cycle.check_exactly_once()
     resumed_keys = _keys(s3_server, bucket, f"checkpoints/{resumed}/")
     assert any(k.startswith("counts/commits/") for k in resumed_keys), resumed_keys
+
+    store = s3_store(s3_server.client(), bucket)
+    killed = kill_mid_batch(pipeline, store, resumed, "python")
+    assert "Python driver was killed by signal 9" in killed["failure_cause"], killed
+    killed = kill_mid_batch(pipeline, store, resumed, "jvm")
+    assert "Spark's JVM exited with signal 9 (SIGKILL)" in killed["failure_cause"], killed
+    cycle.check_exactly_once()
+
+    upgrades = upgrade_then_roll_back(env, pipeline, resumed)
+    env.run("cancel", upgrades.back, check=True)
+    cycle.check_exactly_once()
+    # the stopped job and those rolled back from keep their checkpoints; the job replaced by
+    # a stable upgrade and the cancelled one (DELETE_ON_CANCELLATION) do not; of the
+    # savepoints in the savepoint directory only the newest stays (max-count 1)
+    jobs = {job: True, resumed: False, upgrades.upgraded: True, upgrades.back: False}
+    rollback = upgrades.rollback_savepoint.removeprefix(f"{s3_bucket}/savepoints/")
+    assert_retained(store, jobs, "savepoints", rollback)
     # the secret key reached S3A, never the job's log
     for path in env.logs.rglob("*"):
         if path.is_file():

@@ -141,8 +141,8 @@ class TcpProxy:
         """Copy ``source`` to ``dest`` until either ends; the second pump of a connection to
         end closes both sockets (a long run of connections must not run out of files)."""
         poller = select.poll()  # not select(): it fails on descriptors past 1024
-        poller.register(source, select.POLLIN)
-        try:
+        try:  # a stop may have closed the socket before this pump began (ValueError)
+            poller.register(source, select.POLLIN)
             while self._running:
                 if not poller.poll(100):
                     continue
