@@ -25,9 +25,7 @@ from tests.fixtures.hdfs import Hdfs
 from tests.fixtures.store_lifecycle import (
     RESTARTS,
     RETENTION,
-    assert_retained,
-    kill_mid_batch,
-    upgrade_then_roll_back,
+    kills_upgrades_and_retention,
     webhdfs_store,
 )
 from tests.fixtures.upgrade_pipeline import Pipeline
@@ -151,20 +149,8 @@ def test_the_whole_lifecycle_on_hdfs(flinkish_env: FlinkishEnv, hdfs_cluster: Hd
         assert states == {job: "FINISHED", resumed: "RUNNING"}, states
 
         store = webhdfs_store(hdfs.http_port, root)
-        killed = kill_mid_batch(pipeline, store, resumed, "python")
-        assert "Python driver was killed by signal 9" in killed["failure_cause"], killed
-        killed = kill_mid_batch(pipeline, store, resumed, "jvm")
-        assert "Spark's JVM exited with signal 9 (SIGKILL)" in killed["failure_cause"], killed
-        cycle.check_exactly_once()
-
-        upgrades = upgrade_then_roll_back(env, pipeline, resumed)
-        env.run("cancel", upgrades.back, check=True)
-        cycle.check_exactly_once()
-        # as on S3: the stopped job and the one rolled back from keep their checkpoints, the
-        # replaced and the cancelled ones do not; one savepoint stays in the savepoint dir
-        jobs = {job: True, resumed: False, upgrades.upgraded: True, upgrades.back: False}
-        rollback = upgrades.rollback_savepoint.removeprefix(hdfs.url(f"{root}/savepoints/"))
-        assert_retained(store, jobs, "savepoints", rollback)
+        savepoints = hdfs.url(f"{root}/savepoints/")
+        kills_upgrades_and_retention(env, pipeline, store, job, resumed, savepoints)
 
 
 def test_a_namenode_restart_under_a_running_job_restarts_it_exactly_once(

@@ -24,10 +24,8 @@ from tests.fixtures.s3server import start_s3_server
 from tests.fixtures.store_lifecycle import (
     RESTARTS,
     RETENTION,
-    assert_retained,
-    kill_mid_batch,
+    kills_upgrades_and_retention,
     s3_store,
-    upgrade_then_roll_back,
 )
 from tests.fixtures.upgrade_pipeline import Pipeline
 from tests.storage.tcp_proxy import TcpProxy
@@ -114,21 +112,7 @@ def _lifecycle(env: FlinkishEnv, pipeline: Pipeline, s3_server, s3_bucket: str) 
     assert any(k.startswith("counts/commits/") for k in resumed_keys), resumed_keys
 
     store = s3_store(s3_server.client(), bucket)
-    killed = kill_mid_batch(pipeline, store, resumed, "python")
-    assert "Python driver was killed by signal 9" in killed["failure_cause"], killed
-    killed = kill_mid_batch(pipeline, store, resumed, "jvm")
-    assert "Spark's JVM exited with signal 9 (SIGKILL)" in killed["failure_cause"], killed
-    cycle.check_exactly_once()
-
-    upgrades = upgrade_then_roll_back(env, pipeline, resumed)
-    env.run("cancel", upgrades.back, check=True)
-    cycle.check_exactly_once()
-    # the stopped job and those rolled back from keep their checkpoints; the job replaced by
-    # a stable upgrade and the cancelled one (DELETE_ON_CANCELLATION) do not; of the
-    # savepoints in the savepoint directory only the newest stays (max-count 1)
-    jobs = {job: True, resumed: False, upgrades.upgraded: True, upgrades.back: False}
-    rollback = upgrades.rollback_savepoint.removeprefix(f"{s3_bucket}/savepoints/")
-    assert_retained(store, jobs, "savepoints", rollback)
+    kills_upgrades_and_retention(env, pipeline, store, job, resumed, f"{s3_bucket}/savepoints/")
     # the secret key reached S3A, never the job's log
     for path in env.logs.rglob("*"):
         if path.is_file():
