@@ -52,6 +52,8 @@ DEFAULT_HTTP_PORT = 9870
 HTTP_ADDRESS_KEY = "dfs.namenode.http-address"
 
 _NOT_FOUND = ("FileNotFoundException",)
+#: How many times a whole-file read cut short is tried (:meth:`WebHdfsStorage.read_bytes`).
+SHORT_READS = 3
 _EXISTS = ("FileAlreadyExistsException",)
 _DENIED = ("AccessControlException", "SecurityException")
 
@@ -222,8 +224,18 @@ class WebHdfsStorage(Storage):
             return self._request("GET", self._url(path, "OPEN"))  # type: ignore[return-value]
 
     def read_bytes(self, path: str) -> bytes:
-        with self._errors("read", path), self.open_read(path) as stream:
-            return stream.read()
+        """The whole file; a read cut short is read again (:data:`SHORT_READS` times at most):
+        the file was replaced while it streamed, as a job's status file is every few seconds
+        (an atomic rename deletes the blocks the DataNode was sending)."""
+        with self._errors("read", path):
+            for attempt in range(SHORT_READS):
+                with self.open_read(path) as stream:
+                    try:
+                        return stream.read()
+                    except http.client.IncompleteRead:
+                        if attempt == SHORT_READS - 1:
+                            raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def read_if_changed(self, path: str, version: str | None) -> tuple[str | None, bytes | None]:
         """The version is the file's modification time and length on the NameNode."""
