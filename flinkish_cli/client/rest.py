@@ -61,6 +61,8 @@ from flinkish_cli.registry.status import JobState, JobStatus
 from flinkish_cli.registry.store import RegistryIdentity, UnreadableJob
 from flinkish_cli.rest import messages as m
 from flinkish_cli.rest.bodies import (
+    COMPLETED,
+    AsynchronousOperationResult,
     BodyMismatch,
     CheckpointTriggerRequestBody,
     JarUpload,
@@ -316,10 +318,11 @@ class RestJobClient(JobClientBase):
             status_path = m.SAVEPOINT_DISPOSAL_STATUS.url(triggerid=trigger)
             reply = self.endpoint.call(m.SAVEPOINT_DISPOSAL_STATUS.method, status_path)
             try:
-                status = json.loads(reply.body)["status"]["id"]
-            except (ValueError, TypeError, KeyError) as error:
+                answer = AsynchronousOperationResult.from_wire(json.loads(reply.body), False)
+                status = answer.state
+            except (ValueError, BodyMismatch) as error:
                 raise self.endpoint.not_understood(disposal.path, str(error)) from None
-            if status == "COMPLETED":
+            if status == COMPLETED:
                 return
             if time.monotonic() > deadline:
                 raise SavepointError(f"Disposing of {path} did not complete within 30 s.")

@@ -1,10 +1,18 @@
-"""The JSON bodies of the trigger messages, declared once: each is a class named as Flink's
+"""The JSON bodies of the REST messages, declared once: each is a class named as Flink's
 (what Flink's errors name: "Request did not match expected format
 StopWithSavepointRequestBody."), its fields with their names on the wire and their JSON
 types. The server reads a request with :meth:`RequestBody.from_wire` (:mod:`flinkish_cli.web`)
 and the REST job client writes one with :meth:`RequestBody.to_wire`
-(:mod:`flinkish_cli.client.rest`, :mod:`flinkish_cli.client.remote`): no field name of these
-bodies is written anywhere else (tests/rest/test_bodies.py checks).
+(:mod:`flinkish_cli.client.rest`, :mod:`flinkish_cli.client.remote`); the answers are read
+and written the other way round: no field name of these bodies is written anywhere else
+(tests/rest/test_bodies.py checks).
+
+- the trigger requests (checkpoint, savepoint, stop, disposal) and :class:`TriggerResponse`;
+- the answer to a trigger's status, :class:`AsynchronousOperationResult` (where the
+  operation stands, :data:`IN_PROGRESS` or :data:`COMPLETED`, and what it gave: a
+  :class:`SavepointInfo`, :class:`CheckpointInfo`, :class:`RescaleInfo` or
+  :class:`AsynchronousOperationInfo`);
+- flinkish's own :class:`JarUpload`.
 
 Every field may be absent or ``null`` (None here), as in Flink's bodies; a body with a field
 it does not declare, or a field of another JSON type, does not match (a JSON ``true`` is no
@@ -124,6 +132,83 @@ class TriggerResponse(RequestBody):
 
     NAME: ClassVar[str] = "TriggerResponse"
     request_id: str | None = wire("request-id", str)
+
+
+# -- the status of a trigger -----------------------------------------------------------------
+#: Flink's ``QueueStatus.Id``: where an asynchronous operation stands
+IN_PROGRESS = "IN_PROGRESS"
+COMPLETED = "COMPLETED"
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueStatus(RequestBody):
+    """An operation's ``status``: ``{"id": "IN_PROGRESS" | "COMPLETED"}``."""
+
+    NAME: ClassVar[str] = "QueueStatus"
+    id: str | None = wire("id", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class AsynchronousOperationInfo(RequestBody):
+    """What a finished disposal gives: nothing. Flink's carries a failure's cause; flinkish
+    answers a failed operation with an error (HTTP 500) instead, and a client reads Flink's
+    ``failure-cause`` as a field it does not declare."""
+
+    NAME: ClassVar[str] = "AsynchronousOperationInfo"
+
+
+@dataclasses.dataclass(frozen=True)
+class SavepointInfo(RequestBody):
+    """What a finished savepoint (or stop with a savepoint) gives: its location."""
+
+    NAME: ClassVar[str] = "SavepointInfo"
+    location: str | None = wire("location", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointInfo(RequestBody):
+    """What a finished checkpoint gives: its id."""
+
+    NAME: ClassVar[str] = "CheckpointInfo"
+    checkpoint_id: int | None = wire("checkpointId", int)
+
+
+@dataclasses.dataclass(frozen=True)
+class RescaleInfo(RequestBody):
+    """What a finished rescale gives (flinkish's own): the savepoint it restarted from."""
+
+    NAME: ClassVar[str] = "RescaleInfo"
+    savepoint: str | None = wire("savepoint", str)
+
+
+@dataclasses.dataclass(frozen=True)
+class AsynchronousOperationResult(RequestBody):
+    """The answer to a trigger's status: ``{"status": {"id": ...}, "operation": {...}}``,
+    the operation's information (one of the classes above) once it is COMPLETED."""
+
+    NAME: ClassVar[str] = "AsynchronousOperationResult"
+    status: dict[str, Any] | None = wire("status", dict)
+    operation: dict[str, Any] | None = wire("operation", dict)
+
+    @classmethod
+    def in_progress(cls) -> AsynchronousOperationResult:
+        """An operation still under way."""
+        return cls(QueueStatus(IN_PROGRESS).to_wire())
+
+    @classmethod
+    def completed(cls, info: RequestBody) -> AsynchronousOperationResult:
+        """A finished operation and what it gave."""
+        return cls(QueueStatus(COMPLETED).to_wire(), info.to_wire())
+
+    @property
+    def state(self) -> str | None:
+        """IN_PROGRESS, COMPLETED, or None where the answer names none."""
+        return QueueStatus.from_wire(self.status or {}, strict=False).id
+
+    def info(self, kind: type[_Body]) -> _Body:
+        """The operation's information read as ``kind`` (fields it does not declare are
+        ignored); :class:`BodyMismatch` where a field is of another type."""
+        return kind.from_wire(self.operation or {}, strict=False)
 
 
 # -- flinkish's own --------------------------------------------------------------------------

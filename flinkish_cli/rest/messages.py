@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from flinkish_cli.rest.bodies import (
+    AsynchronousOperationResult,
     CheckpointTriggerRequestBody,
     JarUpload,
     RequestBody,
@@ -80,7 +81,7 @@ CHECKPOINT_TRIGGER = Message(
     "POST", "/jobs/{jobid}/checkpoints", CheckpointTriggerRequestBody, TriggerResponse
 )
 CHECKPOINT_STATUS = Message(
-    "GET", "/jobs/{jobid}/checkpoints/{triggerid}", response="CheckpointStatusInfo"
+    "GET", "/jobs/{jobid}/checkpoints/{triggerid}", response=AsynchronousOperationResult
 )
 JOB_EXCEPTIONS = Message("GET", "/jobs/{jobid}/exceptions", response="JobExceptionsInfoWithHistory")
 STOP_WITH_SAVEPOINT = Message(
@@ -89,12 +90,14 @@ STOP_WITH_SAVEPOINT = Message(
 SAVEPOINT_TRIGGER = Message(
     "POST", "/jobs/{jobid}/savepoints", SavepointTriggerRequestBody, TriggerResponse
 )
-SAVEPOINT_STATUS = Message("GET", "/jobs/{jobid}/savepoints/{triggerid}", response="SavepointInfo")
+SAVEPOINT_STATUS = Message(
+    "GET", "/jobs/{jobid}/savepoints/{triggerid}", response=AsynchronousOperationResult
+)
 SAVEPOINT_DISPOSAL = Message(
     "POST", "/savepoint-disposal", SavepointDisposalRequest, TriggerResponse
 )
 SAVEPOINT_DISPOSAL_STATUS = Message(
-    "GET", "/savepoint-disposal/{triggerid}", response="AsynchronousOperationResult"
+    "GET", "/savepoint-disposal/{triggerid}", response=AsynchronousOperationResult
 )
 RESOURCE_REQUIREMENTS = Message(
     "GET", "/jobs/{jobid}/resource-requirements", response="JobResourceRequirementsBody"
@@ -103,7 +106,7 @@ RESOURCE_REQUIREMENTS_UPDATE = Message(
     "PUT", "/jobs/{jobid}/resource-requirements", "JobResourceRequirementsBody", TriggerResponse
 )
 RESOURCE_REQUIREMENTS_STATUS = Message(
-    "GET", "/jobs/{jobid}/resource-requirements/{triggerid}", response="RescaleStatus"
+    "GET", "/jobs/{jobid}/resource-requirements/{triggerid}", response=AsynchronousOperationResult
 )
 RESCALES_HISTORY = Message("GET", "/jobs/{jobid}/rescales/history", response="JobRescalesHistory")
 RESCALES_OVERVIEW = Message(

@@ -23,9 +23,13 @@ from flinkish_cli.client.base import TriggerResult, checkpoint_of, is_trigger_id
 from flinkish_cli.registry.status import JobState
 from flinkish_cli.rest import messages as m
 from flinkish_cli.rest.bodies import (
+    AsynchronousOperationInfo,
+    AsynchronousOperationResult,
     BodyMismatch,
+    CheckpointInfo,
     CheckpointTriggerRequestBody,
     SavepointDisposalRequest,
+    SavepointInfo,
     SavepointTriggerRequestBody,
     StopWithSavepointRequestBody,
     TriggerResponse,
@@ -184,8 +188,9 @@ class FlinkApi(Handlers):
         location."""
         _, result = await self._trigger_status(request, "savepoint")
         if result is None:
-            return ok({"status": {"id": "IN_PROGRESS"}})
-        return ok({"status": {"id": "COMPLETED"}, "operation": {"location": result["path"]}})
+            return ok(AsynchronousOperationResult.in_progress().to_wire())
+        done = AsynchronousOperationResult.completed(SavepointInfo(location=result["path"]))
+        return ok(done.to_wire())
 
     async def checkpoint(self, request: Request) -> Response:
         """Triggers a checkpoint (every query commits its next micro-batch); its trigger id."""
@@ -202,11 +207,9 @@ class FlinkApi(Handlers):
         """The checkpoint trigger's status: IN_PROGRESS, or COMPLETED with the checkpoint id."""
         job_id, result = await self._trigger_status(request, "checkpoint")
         if result is None:
-            return ok({"status": {"id": "IN_PROGRESS"}})
-        done = checkpoint_of(job_id, result)
-        return ok(
-            {"status": {"id": "COMPLETED"}, "operation": {"checkpointId": done.checkpoint_id}}
-        )
+            return ok(AsynchronousOperationResult.in_progress().to_wire())
+        info = CheckpointInfo(checkpoint_id=checkpoint_of(job_id, result).checkpoint_id)
+        return ok(AsynchronousOperationResult.completed(info).to_wire())
 
     async def _trigger_status(
         self, request: Request, kind: str
@@ -252,7 +255,7 @@ class FlinkApi(Handlers):
         if not result.ok:
             message = f"Disposing of the savepoint failed: {result.error}"
             raise FlinkError(500, message, result.failure)
-        return ok({"status": {"id": "COMPLETED"}, "operation": {}})
+        return ok(AsynchronousOperationResult.completed(AsynchronousOperationInfo()).to_wire())
 
     def routes(self) -> list[Route]:
         """Flink's paths (without the version prefix)."""

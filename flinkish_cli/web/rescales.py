@@ -39,7 +39,7 @@ from flinkish_cli.errors import JobError, UsageError
 from flinkish_cli.registry.rescales import Outcome, RescaleHistory, RescaleRecord
 from flinkish_cli.registry.status import JobStatus
 from flinkish_cli.rest import messages as m
-from flinkish_cli.rest.bodies import TriggerResponse
+from flinkish_cli.rest.bodies import AsynchronousOperationResult, RescaleInfo, TriggerResponse
 from flinkish_cli.web import parsing
 from flinkish_cli.web.flink_checkpoints import stats_summary
 from flinkish_cli.web.flink_json import vertex_id
@@ -239,11 +239,11 @@ class RescaleRoutes:
         if result is None:
             raise FlinkError(404, unknown)
         if not result.done:
-            return ok({"status": {"id": "IN_PROGRESS"}})
+            return ok(AsynchronousOperationResult.in_progress().to_wire())
         if not result.ok:
             raise FlinkError(500, f"The rescale of job {job_id} failed: {result.error}")
         savepoint = str(result.result.get("savepoint") or "")
-        return ok({"status": {"id": "COMPLETED"}, "operation": {"savepoint": savepoint}})
+        return ok(AsynchronousOperationResult.completed(RescaleInfo(savepoint)).to_wire())
 
     async def document(self, request: Request) -> Response:
         """The history as the registry holds it (for flinkish's CLI and dashboard)."""

@@ -12,9 +12,16 @@ import pytest
 
 from flinkish_cli.rest import bodies, messages
 from flinkish_cli.rest.bodies import (
+    COMPLETED,
+    IN_PROGRESS,
+    AsynchronousOperationInfo,
+    AsynchronousOperationResult,
     BodyMismatch,
+    CheckpointInfo,
     CheckpointTriggerRequestBody,
     RequestBody,
+    RescaleInfo,
+    SavepointInfo,
     SavepointTriggerRequestBody,
     StopWithSavepointRequestBody,
     TriggerResponse,
@@ -67,7 +74,10 @@ def test_a_body_comes_back_whole_from_the_wire(body: type[RequestBody]) -> None:
     values = {}
     for field in dataclasses.fields(body):
         types = field.metadata["types"]
-        values[field.name] = True if bool in types else f"value of {field.name}"
+        by_type = {bool: True, int: 7, dict: {"id": field.name}}
+        values[field.name] = next(
+            (by_type[t] for t in types if t in by_type), f"value of {field.name}"
+        )
     sent = body(**values)
     wire = sent.to_wire()
     assert set(wire) == set(body.wire_names().values())
@@ -115,3 +125,42 @@ def test_an_answer_read_by_the_client_may_carry_more_than_it_declares() -> None:
     with pytest.raises(BodyMismatch):
         TriggerResponse.from_wire(["a" * 32], strict=False)
     assert CheckpointTriggerRequestBody(trigger_id="b" * 32).to_wire() == {"triggerId": "b" * 32}
+
+
+def test_every_status_message_answers_an_asynchronous_operation_result() -> None:
+    statuses = [
+        m
+        for m in messages.catalogue().values()
+        if m.path.endswith("/{triggerid}") and not m.path.startswith("/flinkish/")
+    ]
+    assert len(statuses) == 4, statuses  # checkpoint, savepoint, disposal, rescale
+    assert {m.response for m in statuses} == {AsynchronousOperationResult}
+
+
+def test_a_status_is_written_in_flinks_shapes() -> None:
+    assert AsynchronousOperationResult.in_progress().to_wire() == {"status": {"id": IN_PROGRESS}}
+    savepoint = AsynchronousOperationResult.completed(SavepointInfo(location="s3://b/sp-1"))
+    assert savepoint.to_wire() == {
+        "status": {"id": "COMPLETED"},
+        "operation": {"location": "s3://b/sp-1"},
+    }
+    checkpoint = AsynchronousOperationResult.completed(CheckpointInfo(checkpoint_id=12))
+    assert checkpoint.to_wire()["operation"] == {"checkpointId": 12}
+    disposal = AsynchronousOperationResult.completed(AsynchronousOperationInfo())
+    assert disposal.to_wire() == {"status": {"id": "COMPLETED"}, "operation": {}}
+    rescale = AsynchronousOperationResult.completed(RescaleInfo("/sp/savepoint-1"))
+    assert rescale.info(RescaleInfo).savepoint == "/sp/savepoint-1"
+
+
+def test_a_status_flink_answers_reads_as_one() -> None:
+    # Flink's answer to GET /jobs/:jobid/savepoints/:triggerid, failure-cause included
+    sent = {"status": {"id": "COMPLETED"}, "operation": {"location": "/sp", "failure-cause": None}}
+    answer = AsynchronousOperationResult.from_wire(sent, strict=False)
+    assert answer.state == COMPLETED
+    assert answer.info(SavepointInfo).location == "/sp"
+    assert AsynchronousOperationResult.from_wire({}, strict=False).state is None
+    with pytest.raises(BodyMismatch):  # a status that is not an object
+        AsynchronousOperationResult.from_wire({"status": "COMPLETED"}, strict=False)
+    with pytest.raises(BodyMismatch):  # a checkpoint id that is no number
+        answer = AsynchronousOperationResult.from_wire({"operation": {"checkpointId": "1"}})
+        answer.info(CheckpointInfo)
