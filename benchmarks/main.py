@@ -3,7 +3,10 @@
 Runs every section in one go on this machine, in a private temporary directory, then writes
 ``docs/benchmarks.md`` and ``benchmarks/results.json`` (or the paths given). A section that
 fails is reported as failed, the others still run, and the exit status is 1. ``--quick``
-uses a small backlog and short runs (what CI runs, ``tests/benchmarks/``).
+uses a small backlog and short runs (what CI runs, ``tests/benchmarks/``). ``--only`` runs
+some sections and keeps every other section of the results there before (a full run's
+``benchmarks/results.json``), so that one section's figures reach the page without a
+rerun of the others: each section records when it was measured (``measured``).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import json
 import os
 import shutil
 import sys
@@ -37,7 +41,14 @@ from benchmarks import (
     yarn,
 )
 from benchmarks.harness import REPO, S3Server, Workspace, s3_server
-from benchmarks.report import Results, Section, validate, write_json, write_markdown
+from benchmarks.report import (
+    SCHEMA_VERSION,
+    Results,
+    Section,
+    validate,
+    write_json,
+    write_markdown,
+)
 
 SECTIONS = (
     "cli",
@@ -263,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
             section = Section(key=key, title=title, method="", error=_one_line(error))
         section.seconds = round(time.monotonic() - section_began, 1)
+        section.measured = section.measured or _now()
         sections.append(section)
         _say(f"section {key}: done in {section.seconds:.0f} s")
 
@@ -335,6 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.keep and args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     description["load_average_end"] = machine.load_average()
+    plain = {key: _plain(value) for key, value in params.items()}
+    if set(wanted) != set(SECTIONS):
+        sections, plain = _with_earlier(args.json, args.quick, sections, plain)
     order = {key: index for index, key in enumerate(REPORT_ORDER)}
     sections.sort(key=lambda s: order[s.key])
     results = Results(
@@ -343,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finished=_now(),
         seconds=time.monotonic() - began,
         machine=description,
-        parameters={key: _plain(value) for key, value in params.items()},
+        parameters=plain,
         sections=sections,
     )
     write_json(results, args.json)
@@ -353,6 +368,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     for problem in problems:
         _say(f"problem: {problem}")
     return 1 if problems else 0
+
+
+def _with_earlier(
+    path: Path, quick: bool, sections: list[Section], parameters: dict[str, Any]
+) -> tuple[list[Section], dict[str, Any]]:
+    """This run's sections with those of the earlier results at ``path`` that it did not
+    run (a run of the same mode: a quick run never fills a full page), and their
+    parameters; this run's alone where there are none or they are not a benchmark's."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return sections, parameters
+    if document.get("schema") != SCHEMA_VERSION or document.get("mode") != (
+        "quick" if quick else "full"
+    ):
+        return sections, parameters
+    earlier = Results.from_dict(document)
+    ran = {section.key for section in sections}
+    kept = [s for s in earlier.sections if s.key not in ran and s.key in REPORT_ORDER]
+    for section in kept:
+        section.measured = section.measured or earlier.started
+    merged = {**earlier.parameters, **{k: v for k, v in parameters.items() if k in ran}}
+    return sections + kept, merged
 
 
 class _optional_s3:

@@ -60,6 +60,8 @@ class Section:
     skipped: str | None = None
     error: str | None = None
     seconds: float = 0.0
+    #: when it was measured (ISO 8601, UTC): a run with ``--only`` keeps earlier sections
+    measured: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

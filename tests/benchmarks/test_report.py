@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from benchmarks.harness import flink_conf_text, median, percentile, progress_events
 from benchmarks.report import Results, Row, Section, markdown, validate
@@ -123,3 +124,24 @@ def test_a_section_of_its_own_script_names_its_run() -> None:
         "(flinkish 0.1.0, Spark 4.3.0, commit abc1234)."
     )
     assert provenance({}) == "Measured."
+
+
+def test_a_run_of_some_sections_keeps_the_others_of_the_earlier_run(tmp_path: Path) -> None:
+    from benchmarks.main import _with_earlier
+    from benchmarks.report import write_json
+
+    row = Row("flinkish --help", 0.1, "s", "python -c pass", 0.02, [0.1], [0.02], None, None)
+    earlier = _results(row)
+    earlier.mode = "full"
+    earlier.sections.append(Section(key="kafka", title="11. Kafka", method="old"))
+    earlier.parameters = {"cli": {"runs": 9}, "kafka": {"orders": 1}}
+    stored = tmp_path / "results.json"
+    write_json(earlier, stored)
+    now = Section(key="kafka", title="11. Kafka", method="new", measured="c")
+    sections, parameters = _with_earlier(stored, False, [now], {"kafka": {"orders": 2}})
+    assert [(s.key, s.method) for s in sections] == [("kafka", "new"), ("cli", "how")]
+    assert sections[1].measured == "a"  # when the earlier run started
+    assert parameters == {"cli": {"runs": 9}, "kafka": {"orders": 2}}
+    # a quick run never fills a full run's page, and no earlier results leave this run's
+    assert _with_earlier(stored, True, [now], {}) == ([now], {})
+    assert _with_earlier(tmp_path / "none.json", False, [now], {}) == ([now], {})
