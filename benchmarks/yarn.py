@@ -279,10 +279,10 @@ def run(workspace: Workspace, params: YarnParams) -> Section:
                 os.environ["HADOOP_CONF_DIR"] = previous
     section.rows = rows(flinkish, plain)
     section.notes.append(
-        "flinkish's `run -d` prints its JobID line once the job's driver, in the "
-        "ApplicationMaster's container, reports the job RUNNING (on every target, so that a "
-        "failure at start-up is its exit status); plain `spark-submit` exits once YARN has "
-        "accepted the application, before its container starts."
+        "flinkish's `run -d` prints its JobID line once YARN has accepted the application "
+        "(its id recorded in the job's status, the job CREATED), as Flink's does and as plain "
+        "`spark-submit` exits, before the ApplicationMaster's container starts; a failure "
+        "after that is the job's FAILED state in `list` and `logs`, not `run`'s exit status."
     )
     section.notes.append(
         f"The single-node YARN (start-cluster.sh --yarn, {YARN_MEMORY} MB) took "

@@ -9,9 +9,10 @@ which nothing else calls). Who writes, when, and why that is safe:
   started: no supervisor or driver ever will write it);
 - the job's driver while it runs, often (every heartbeat and completed batch):
   :func:`publish_driver_status`, the snapshot its status keeper took under its lock;
-- the job's supervisor, only while no driver runs (between attempts, or once the last one
-  ended): :func:`record_supervised` (the status as the supervisor read it, a restart
-  recorded in it or not, with the supervisor's heartbeat) and :func:`record_supervised_end`
+- the job's supervisor, only while no driver runs (before a driver reported, between
+  attempts, or once the last one ended): :func:`record_supervised` (the status as the
+  supervisor read it, a restart or the YARN application accepted for the job recorded in it
+  or not, with the supervisor's heartbeat) and :func:`record_supervised_end`
   (the job ended in place of a driver that cannot record it);
 - ``flinkish upgrade``: :func:`link_upgrade`, on the replaced job only once it has ended.
 

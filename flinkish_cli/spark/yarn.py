@@ -8,7 +8,9 @@ log live from the NodeManager that runs it (:func:`driver_log`: the application'
 the ResourceManager name the container and its node). When YARN starts another attempt of
 the application (``yarn.application-attempts``), the new driver reads its attempt number from
 its container id (:func:`attempt_of_container`) and why the previous attempt ended from the
-ResourceManager (:func:`previous_attempt_cause`). The ResourceManager's web address is
+ResourceManager (:func:`previous_attempt_cause`). Before any driver runs, the job's supervisor
+finds its application by the tag ``spark-submit`` gives it (:func:`job_tag`,
+:func:`tagged_application`) as soon as YARN has accepted it. The ResourceManager's web address is
 that of ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``)'s yarn-site.xml, as Spark's own client
 finds the cluster. Standard library only: no Spark, no Hadoop client.
 """
@@ -41,6 +43,31 @@ def attempt_of_container(container_id: str | None) -> int | None:
     """The application attempt (1, 2, ...) a container belongs to, else None."""
     match = _CONTAINER.match(container_id or "")
     return int(match.group(3)) if match else None
+
+
+def job_tag(job_id: str) -> str:
+    """The YARN application tag of a job's applications (``spark.yarn.tags``; YARN keeps tags
+    in lower case, as a JobID is written)."""
+    return f"flinkish-job-{job_id.lower()}"
+
+
+def newest_application(report: Any, known: str | None = None) -> str | None:
+    """The newest application of a ResourceManager's list of applications (``/apps``), when
+    it is not ``known``: the one a supervisor's ``spark-submit`` has just had accepted."""
+    apps = ((report or {}).get("apps") or {}).get("app") or []
+    ids = [str(app["id"]) for app in apps if str(app.get("id", "")).startswith("application_")]
+    newest = max(ids, key=lambda i: tuple(int(n) for n in i.split("_")[1:3]), default=None)
+    return newest if newest != known else None
+
+
+def tagged_application(job_id: str, known: str | None = None) -> str | None:
+    """The id of the job's newest YARN application (:func:`job_tag`) once YARN has accepted
+    it, unless it is ``known``; None before then or when the ResourceManager does not answer."""
+    try:
+        url = f"{web_address()}/ws/v1/cluster/apps?applicationTags={job_tag(job_id)}"
+        return newest_application(_call(url), known)
+    except (OSError, ValueError, KeyError, UsageError):
+        return None
 
 
 def previous_attempt_cause(app_id: str, attempt: int) -> str:

@@ -5,7 +5,8 @@
 (:mod:`flinkish_cli.runtime.supervisor`) in a session of its own, so that the job survives
 the CLI, its terminal, and a Ctrl-C meant for the CLI. The supervisor deletes the run
 directory when the job ends; :func:`sweep_run_dirs` removes one whose supervisor was killed.
-:func:`wait_until_running` follows a detached start until the job runs or has failed.
+:func:`wait_until_running` follows a detached start until the job runs or has failed (or, for
+``run -d`` of a yarn-application, until YARN has accepted its application: :func:`started`).
 """
 
 from __future__ import annotations
@@ -185,14 +186,32 @@ def _is_supervisor(pid: int) -> bool:
             return False
 
 
+def started(status: JobStatus | None, accepted: bool) -> bool:
+    """Whether a detached start has come far enough to return: the job runs or has ended;
+    with ``accepted``, also once its cluster has accepted its application (a yarn-application
+    job whose YARN application id its supervisor recorded, still CREATED), as Flink's
+    ``run -d -t yarn-application`` returns once YARN has accepted the application."""
+    if status is None:
+        return False
+    if status.state is JobState.RUNNING or status.state.is_terminal:
+        return True
+    return accepted and status.yarn_application is not None
+
+
 def wait_until_running(
-    registry: JobRegistry, job_id: str, launched: Launched, timeout: float = 300.0
+    registry: JobRegistry,
+    job_id: str,
+    launched: Launched,
+    timeout: float = 300.0,
+    accepted: bool = False,
 ) -> JobStatus:
-    """Wait until the job runs or has ended; :class:`JobError` when it dies at start-up."""
+    """Wait until the job runs or has ended (with ``accepted``, or its cluster accepted it:
+    :func:`started`); :class:`JobError` when it dies at start-up."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = registry.find(job_id)
-        if status is not None and (status.state is JobState.RUNNING or status.state.is_terminal):
+        if started(status, accepted):
+            assert status is not None
             return status
         if launched.process.poll() is not None:
             status = registry.find(job_id)

@@ -31,7 +31,8 @@ class Presenter(Protocol):
 
 
 def submit_and_follow(request: submit.RunRequest, config: Any, presenter: Presenter) -> JobStatus:
-    """Run the job; returns its final (attached) or RUNNING (detached) status.
+    """Run the job; returns its final (attached) or RUNNING (detached; a yarn-application's
+    CREATED once YARN accepted it) status.
 
     Raises :class:`JobFailedError` when the job fails and :class:`JobCanceledError` when an
     attached job is cancelled, so that the exit status tells scripts what happened.
@@ -95,14 +96,18 @@ def launch_detached(
     request: submit.RunRequest, config: Any, notice: Callable[[str], None]
 ) -> JobStatus:
     """Start the job and wait until it runs: its status, RUNNING, or FAILED when it failed
-    at start-up (a :class:`JobError` when it could not be started at all); ``notice`` gets
-    what the user should know of how it was placed."""
+    at start-up (a :class:`JobError` when it could not be started at all); a yarn-application
+    returns CREATED once YARN has accepted its application (Flink's ``run -d``: a failure
+    after that reaches ``list`` and ``logs``). ``notice`` gets what the user should know of
+    how it was placed."""
     prepared = submit.prepare(request, config, restore_plan(request, config, notice))
     for message in prepared.notices:
         notice(message)
     launched = submit.start(prepared)
     try:
-        return launcher.wait_until_running(prepared.registry, prepared.plan.job_id, launched)
+        return launcher.wait_until_running(
+            prepared.registry, prepared.plan.job_id, launched, accepted=True
+        )
     except JobError:
         prepared.discard()
         raise

@@ -270,6 +270,11 @@ def _plan(
     if deployment.target == YARN_APPLICATION:
         for key, value in yarn_restarts(config).items():
             spark_conf.setdefault(key, value)
+        # the supervisor finds the application by it once YARN accepted it (run -d returns)
+        given = spark_conf.get("spark.yarn.tags")
+        spark_conf["spark.yarn.tags"] = ",".join(
+            [*([given] if given else []), yarn.job_tag(plan.job_id)]
+        )
     if deployment.session:
         command = build_session_command(
             deployment,

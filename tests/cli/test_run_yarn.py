@@ -1,6 +1,7 @@
 """``flinkish run -t yarn-application`` on a real ResourceManager and NodeManager.
 
-The user's side: Flink's YARN keys as Flink's documentation writes them, the JobID line,
+The user's side: Flink's YARN keys as Flink's documentation writes them, the JobID line
+once YARN has accepted the application (a failure after it shown by ``list`` and ``logs``),
 ``list`` with the YARN application id, ``logs`` read from the NodeManager, ``cancel`` ending
 the application; and every socket of the job's containers on 127.0.0.1. The lifecycle: a
 killed ApplicationMaster (YARN's next attempt resumes the job; its last attempt ends it
@@ -30,6 +31,7 @@ from tests.fixtures.yarn import Yarn
 pytestmark = pytest.mark.cluster
 
 RATE_JOB = ROOT / "tests" / "fixtures" / "jobs" / "rate_to_files.py"
+FAILS_AT_START = ROOT / "tests" / "fixtures" / "jobs" / "raises_at_start.py"
 
 
 def _wait(what: str, probe: Callable[[], Any], timeout: float = 300) -> Any:
@@ -79,10 +81,14 @@ def test_a_yarn_application_runs_is_listed_logs_and_cancels(
     assert "has no meaning on Spark" not in result.stderr, result.stderr
     job_id = job_id_of(result.stdout)
     env = {"HADOOP_CONF_DIR": str(yarn_cluster)}
+    # the JobID line came once YARN had accepted the application, whose id the job's status
+    # holds from then on
+    accepted = flinkish_env.polled(job_id)["yarn-application-id"]
+    assert accepted in {app["id"] for app in yarn_cluster.applications()}, accepted
 
     job = flinkish_env.wait_for_state(job_id, {"RUNNING"}, timeout=300)
     app_id = job["yarn-application-id"]
-    assert app_id and app_id.startswith("application_"), job
+    assert app_id == accepted, job
     app = yarn_cluster.rest(f"apps/{app_id}")["app"]
     assert (app["name"], app["queue"], app["state"]) == ("rate-on-yarn", "root.default", "RUNNING")
     flinkish_env.wait_for_batches(job_id, "rate", 2, timeout=300)
@@ -114,6 +120,39 @@ def test_a_yarn_application_runs_is_listed_logs_and_cancels(
     )
     assert flinkish_env.wait_for_state(job_id, {"CANCELED"}, timeout=60)["state"] == "CANCELED"
     _wait("the containers' end", lambda: not _container_pids(yarn_cluster), timeout=120)
+
+
+def test_a_detached_yarn_application_returns_once_accepted_and_its_failure_is_shown(
+    yarn_cluster: Yarn, flinkish_env: FlinkishEnv
+) -> None:
+    """Flink's ``run -d -t yarn-application`` returns once YARN has accepted the application:
+    a program that fails in its container, before it ever runs, is submitted (the JobID line,
+    status 0, the application id recorded, the job not RUNNING), and its failure reaches
+    ``list`` and ``logs`` afterwards."""
+    env = {"HADOOP_CONF_DIR": str(yarn_cluster)}
+    result = flinkish_env.run(
+        "run", "-d", "-t", "yarn-application", "-Dyarn.application-attempts=1",
+        "-Djobmanager.memory.process.size=1g", "-Dtaskmanager.memory.process.size=1g",
+        str(FAILS_AT_START), env=env, timeout=600, check=True,
+    )  # fmt: skip
+    job_id = job_id_of(result.stdout)
+    submitted = flinkish_env.polled(job_id)
+    app_id = submitted["yarn-application-id"]
+    assert app_id in {app["id"] for app in yarn_cluster.applications()}, submitted
+    assert submitted["state"] != "RUNNING", submitted
+
+    failed = flinkish_env.wait_for_state(job_id, {"FAILED"}, timeout=300)
+    assert "the lookup table is missing" in failed["failure-cause"], failed
+    assert failed["yarn-application-id"] == app_id
+    listed = flinkish_env.run("list", "-a", env=env, check=True).stdout
+    assert f"{job_id} : " in listed and f"(FAILED) : {app_id}" in listed, listed
+    logs = flinkish_env.run("logs", job_id, env=env, check=True).stdout
+    assert "ValueError: the lookup table is missing" in logs, logs[-2000:]
+    ended = ("FINISHED", "FAILED")
+    _wait(
+        "the application's end",
+        lambda: yarn_cluster.rest(f"apps/{app_id}")["app"]["state"] in ended,
+    )
 
 
 LARGER = "container of 3072 MB is larger than YARN's largest, 2048 MB."
@@ -305,8 +344,6 @@ def _assert_the_last_attempt_fails_under_a_kill(
     assert running == [], running
     _wait("the containers' end", lambda: not _container_pids(yarn), timeout=120)
 
-
-FAILS_AT_START = ROOT / "tests" / "fixtures" / "jobs" / "raises_at_start.py"
 
 #: An autoscaler that wants more than the job has as soon as batches run (a target
 #: utilisation of 1 %), and may go from 1 to 2 (tests/runtime/test_rescale_in_place.py);

@@ -19,9 +19,9 @@ job is never left RUNNING or RESTARTING without a process making progress on it.
 Per target: every client-mode target (local, remote, yarn-session, kubernetes-session) and
 kubernetes-application (``spark-submit`` waits for the driver pod) are restarted here;
 yarn-application uses YARN's own attempts (``spark.yarn.maxAppAttempts``, set from the
-restart strategy) and the supervisor only records the outcome: a silent driver whose
-application YARN still runs is not killed, as YARN's next attempt writes the job's status
-again (the ResourceManager judges that driver's life). The supervisor also cleans
+restart strategy): the supervisor records the application YARN accepted and the outcome; a
+silent driver whose application YARN still runs is not killed (YARN's next attempt writes
+the status again: the ResourceManager judges that driver's life). The supervisor also cleans
 the job's private run directory (the properties file holds secrets) on every path, and the
 job's temporary directory (:func:`~flinkish_cli.plan.rundir.make_tmp_dir`): each driver's
 ``TMPDIR`` and ``java.io.tmpdir``, emptied before a restart (a killed driver's scratch files,
@@ -197,6 +197,7 @@ class Supervisor:
                 if not reported:
                     self._make_cds_archive()
                 reported = True
+            self.yarn.record_accepted(self.registry, status, reported)  # run -d returns
             # no heartbeat can be read (or written) while the registry is down: not a hang
             if status is not None and reported and not status.state.is_terminal:
                 if self.store.down:
@@ -204,8 +205,7 @@ class Supervisor:
                 # a driver that could not write its heartbeat during an outage gets a full
                 # heartbeat timeout from the registry's return
                 silent = time.time() - max(status.heartbeat, self.store.back)
-                # a silent yarn-application driver whose application YARN still runs: YARN's
-                # next attempt comes (YarnWatch.attempt_coming)
+                # a silent yarn-application driver: YARN's next attempt comes (attempt_coming)
                 if silent > status.heartbeat_timeout and self.yarn.attempt_coming(status):
                     continue
                 if silent > status.heartbeat_timeout:

@@ -1,12 +1,14 @@
 """What the supervisor waits out instead of counting it against its driver: the registry's
 store down or slow (an S3 endpoint or a NameNode that does not answer for a while), and a
 silent yarn-application driver whose application YARN still runs (YARN's next attempt
-comes, and writes the job's status again).
+comes, and writes the job's status again). And, before a yarn-application driver reports,
+the application YARN has accepted for it, recorded in the job's status at once.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +23,8 @@ POLL = 0.5
 SLOW_REGISTRY = 5.0
 #: How often a supervisor asks the ResourceManager whether a silent driver's application runs.
 YARN_POLL = 5.0
+#: How often it asks for the application YARN accepted, until it has one.
+ACCEPT_POLL = 1.0
 
 
 @dataclass
@@ -78,6 +82,36 @@ class YarnWatch:
     yarn_restarts: bool = False
     asked: float = -YARN_POLL
     live: bool = False
+    looked: float = -ACCEPT_POLL
+
+    def record_accepted(self, registry: Any, status: Any, reported: bool) -> None:
+        """Before this attempt's driver has reported: the application YARN accepted for the
+        job (found by its tag, :func:`flinkish_cli.spark.yarn.tagged_application`), recorded
+        in the job's status as soon as YARN has it, its state unchanged (CREATED for a new
+        job): ``list`` shows it beside the JobID and ``run -d`` returns. The supervisor writes
+        the status while no driver runs; a driver that reported meanwhile keeps its own."""
+        from flinkish_cli.registry import status_writer
+        from flinkish_cli.spark import yarn
+
+        now = time.monotonic()
+        if not self.yarn_restarts or reported or status is None or now - self.looked < ACCEPT_POLL:
+            return
+        self.looked = now
+        app_id = yarn.tagged_application(status.job_id, status.yarn_application)
+        if app_id is None:
+            return
+        try:
+            fresh = registry.find(status.job_id)
+            if fresh is None or fresh.pid != status.pid:
+                return  # the driver reported: it records the application itself
+            fresh.yarn_application = app_id
+            status_writer.record_supervised(registry, fresh, os.getpid())
+        except Exception as error:
+            log.warning(
+                "Could not record YARN application %s in the job's status: %s", app_id, error
+            )
+            return
+        log.info("YARN accepted the job's application %s.", app_id)
 
     def attempt_coming(self, status: Any) -> bool:
         """A silent yarn-application driver whose application YARN still runs: its
