@@ -2,7 +2,7 @@
 YARN has accepted its application (its id recorded by the job's supervisor, the job still
 CREATED), as Flink's ``run -d -t yarn-application`` does; the record itself
 (:meth:`YarnWatch.record_accepted <flinkish_cli.runtime.supervisor.waits.YarnWatch>`) and the
-tag the application is found by."""
+tag the application is found by, and the application of a driver that never reported ended."""
 
 from __future__ import annotations
 
@@ -103,3 +103,22 @@ def test_a_job_s_applications_are_found_by_its_tag() -> None:
     assert yarn.newest_application(report) == "application_1796641210460_0010"
     assert yarn.newest_application(report, "application_1796641210460_0010") is None
     assert yarn.newest_application({"apps": None}) is None
+
+
+def test_a_driver_that_never_reports_takes_its_accepted_application_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The supervisor gives up on a driver that did not report in time: the application YARN
+    accepted for it is ended too (killing spark-submit does not end it)."""
+    ended: list[str] = []
+
+    def kill(app_id: str) -> str:
+        ended.append(app_id)
+        return "KILLED"
+
+    monkeypatch.setattr(yarn, "kill", kill)
+    accepted = JobStatus(job_id=JOB, name="job", yarn_application=APP)
+    YarnWatch(yarn_restarts=True).end_unstarted(accepted)
+    YarnWatch(yarn_restarts=True).end_unstarted(JobStatus(job_id=JOB, name="job"))
+    YarnWatch(yarn_restarts=False).end_unstarted(accepted)  # a client-mode target's
+    assert ended == [APP]

@@ -202,8 +202,7 @@ class Supervisor:
             if status is not None and reported and not status.state.is_terminal:
                 if self.store.down:
                     continue
-                # a driver that could not write its heartbeat during an outage gets a full
-                # heartbeat timeout from the registry's return
+                # a driver silent through a registry outage gets a full timeout from its return
                 silent = time.time() - max(status.heartbeat, self.store.back)
                 # a silent yarn-application driver: YARN's next attempt comes (attempt_coming)
                 if silent > status.heartbeat_timeout and self.yarn.attempt_coming(status):
@@ -215,6 +214,7 @@ class Supervisor:
             elif not reported and time.monotonic() - started > START_TIMEOUT:
                 log.error("The driver did not report within %.0f s: killing it.", START_TIMEOUT)
                 self._kill_driver()
+                self.yarn.end_unstarted(status)  # and the application YARN accepted for it
         self._kill_driver()  # what is left of it: an orphaned Python driver, its workers
         with contextlib.suppress(OSError):
             os.remove(self.run_dir / PROPERTIES_FILE)

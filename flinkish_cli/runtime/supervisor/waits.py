@@ -2,7 +2,8 @@
 store down or slow (an S3 endpoint or a NameNode that does not answer for a while), and a
 silent yarn-application driver whose application YARN still runs (YARN's next attempt
 comes, and writes the job's status again). And, before a yarn-application driver reports,
-the application YARN has accepted for it, recorded in the job's status at once.
+the application YARN has accepted for it: recorded in the job's status at once, and ended
+with the job when its driver never reports.
 """
 
 from __future__ import annotations
@@ -112,6 +113,22 @@ class YarnWatch:
             )
             return
         log.info("YARN accepted the job's application %s.", app_id)
+
+    def end_unstarted(self, status: Any) -> None:
+        """A yarn-application driver that did not report in time (the job fails): the
+        application YARN accepted for it ends too, so that none is left queued, or starting
+        a driver after the job has ended. Ending ``spark-submit`` does not end it."""
+        from flinkish_cli.errors import UsageError
+        from flinkish_cli.spark import yarn
+
+        if not self.yarn_restarts or status is None or not status.yarn_application:
+            return
+        try:
+            state = yarn.kill(status.yarn_application)
+        except (OSError, ValueError, UsageError) as error:
+            log.warning("Could not end YARN application %s: %s", status.yarn_application, error)
+            return
+        log.warning("YARN application %s ended (%s).", status.yarn_application, state)
 
     def attempt_coming(self, status: Any) -> bool:
         """A silent yarn-application driver whose application YARN still runs: its
