@@ -211,6 +211,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated key counts of section 4's jobs (default 100000,1000000; quick: 2000)",
     )
     parser.add_argument(
+        "--kafka-orders",
+        type=int,
+        help="orders in section 11's backlog (default 5000000; quick: 20000)",
+    )
+    parser.add_argument(
         "--only",
         default=",".join(SECTIONS),
         help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})",
@@ -251,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.lifecycle_keys:
         sizes = tuple(int(k) for k in args.lifecycle_keys.split(",") if k.strip())
         params["lifecycle"] = dataclasses.replace(params["lifecycle"], sizes=sizes)
+    if args.kafka_orders:
+        params["kafka"] = dataclasses.replace(params["kafka"], orders=args.kafka_orders)
     _say(
         f"{'quick' if args.quick else 'full'} run on {description['cpu']}, {ncores} cores, "
         f"load {description['load_average_start']}"
