@@ -170,6 +170,17 @@ def parameters(quick: bool) -> dict[str, Any]:
     }
 
 
+def sized(params: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``params`` with the sizes the command line gives (``--lifecycle-keys``,
+    ``--kafka-orders``) in place of the run's own."""
+    if args.lifecycle_keys:
+        sizes = tuple(int(k) for k in args.lifecycle_keys.split(",") if k.strip())
+        params["lifecycle"] = dataclasses.replace(params["lifecycle"], sizes=sizes)
+    if args.kafka_orders:
+        params["kafka"] = dataclasses.replace(params["kafka"], orders=args.kafka_orders)
+    return params
+
+
 def optional(variable: str, quick: bool) -> bool:
     """Whether an optional section runs: in a full run unless ``VARIABLE=0``, in a quick run
     only with ``VARIABLE=1`` (so CI's quick run never installs Apache Flink nor starts a
@@ -211,6 +222,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated key counts of section 4's jobs (default 100000,1000000; quick: 2000)",
     )
     parser.add_argument(
+        "--kafka-orders",
+        type=int,
+        help="orders in section 11's backlog (default 5000000; quick: 20000)",
+    )
+    parser.add_argument(
         "--only",
         default=",".join(SECTIONS),
         help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})",
@@ -247,10 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started, began = _now(), time.monotonic()
     description = machine.describe()
     ncores = int(description["cores_usable"])
-    params = parameters(args.quick)
-    if args.lifecycle_keys:
-        sizes = tuple(int(k) for k in args.lifecycle_keys.split(",") if k.strip())
-        params["lifecycle"] = dataclasses.replace(params["lifecycle"], sizes=sizes)
+    params = sized(parameters(args.quick), args)
     _say(
         f"{'quick' if args.quick else 'full'} run on {description['cpu']}, {ncores} cores, "
         f"load {description['load_average_start']}"

@@ -232,6 +232,14 @@ def test_the_kafka_section_is_skipped_unless_enabled(
     assert section.skipped and "BENCH_KAFKA=1" in section.skipped and not section.rows
 
 
+def test_the_command_line_sizes_the_kafka_backlog_and_the_lifecycle_jobs() -> None:
+    args = main.parse_args(["--kafka-orders", "2000000", "--lifecycle-keys", "10,20"])
+    params = main.sized(main.parameters(quick=False), args)
+    assert params["kafka"].orders == 2_000_000 and params["kafka"].latency_seconds == 120
+    assert params["lifecycle"].sizes == (10, 20)
+    assert main.sized(main.parameters(quick=True), main.parse_args([]))["kafka"].orders == 20_000
+
+
 def test_the_yarn_section_is_skipped_unless_enabled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

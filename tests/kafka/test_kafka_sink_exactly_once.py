@@ -6,7 +6,9 @@ stop with a savepoint at another parallelism, takes periodic savepoints, and is 
 a third parallelism), with input between each step; a ``read_committed`` consumer reads each
 input record's output exactly once, each key's records in one partition of the sink topic in
 their order, and a ``read_uncommitted`` one reads what the killed transactions had written
-too."""
+too. An upgrade whose new program dies in the middle of a batch is not rolled back when
+the batch was planned beyond the state it started from (it may be in Kafka), and is rolled
+back when that state had planned it; either way that batch is written once."""
 
 from __future__ import annotations
 
@@ -21,7 +23,13 @@ import pytest
 from tests.fixtures.cycle import savepoint_path
 from tests.fixtures.flinkish_env import JOBS, FlinkishEnv, job_id_of
 from tests.fixtures.kafka_broker import KafkaBroker, consume_all, create_topic, produce
-from tests.fixtures.upgrade_pipeline import ROLLED_BACK, STABLE
+from tests.fixtures.upgrade_pipeline import (
+    ROLLED_BACK,
+    ROLLED_BACK_LAST_STATE,
+    STABLE,
+    SUBMITTED,
+    UNSTABLE,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -43,6 +51,7 @@ RESTARTS = (
     "-D",
     "restart-strategy.fixed-delay.delay=1 s",
 )
+FAULT = "FLINKISH_TEST_FAULT"
 #: One fault per driver attempt, in order (flinkish_cli/runtime/faults.py).
 FAULTS = ",".join(
     [
@@ -186,6 +195,120 @@ def test_kafka_sink_exactly_once_through_kills_a_rescaled_resume_and_an_upgrade(
     twice = collections.Counter(value for *_, value in uncommitted)
     assert max(twice.values()) > 1, "the killed transaction's record is in the log"
     assert set(twice) == expected_values(100)
+
+
+def test_an_upgrade_failing_mid_batch_is_not_rolled_back_and_writes_the_batch_once(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    """``flinkish upgrade`` of a job writing the exactly-once sink, whose new program's JVM
+    is killed in the middle of its first batch (a record of it in an open transaction): that
+    batch was planned beyond the savepoint and may be in Kafka (each Spark partition commits
+    a transaction of its own), and a rollback, which plans its input anew, could write it
+    again; so the upgrade does not roll back, says why and
+    exits 1, and the failed job resumed from its checkpoints, as its line says, writes the
+    batch once: a read_committed reader reads every record exactly once."""
+    env = flinkish_env
+    source = create_topic(kafka_broker, partitions=2)
+    sink = create_topic(kafka_broker, partitions=SINK_PARTITIONS)
+    settings, tail = (*CONNECTOR, *EXACTLY_ONCE), (str(kafka_broker), source, sink)
+    produce(kafka_broker, source, orders(0, 20))
+    job = job_id_of(env.run("run", "-d", *settings, JOB, *tail, check=True).stdout)
+    read_until(kafka_broker, sink, expected_values(20))
+    (query,) = [p for p in (env.checkpoints / job).iterdir() if (p / "offsets").is_dir()]
+    caught_up(query, source, 20)
+    batch = max(int(p.name) for p in (query / "offsets").glob("[0-9]*")) + 1  # the new job's
+
+    program = (JOBS / "kafka_to_kafka.py").read_text()
+    version_2 = env.root / "kafka_to_kafka_v2.py"
+    version_2.write_text(program.replace('appName("kafka-to-kafka")', 'appName("orders v2")'))
+    readiness = ("-D", "flinkish.upgrade.readiness.timeout=4 min")
+    faults = {FAULT: f"kafka-sink-between-records@{batch}:jvm"}
+    upgrade = ("upgrade", *readiness, *settings, job, str(version_2), *tail)
+    upgrading = env.popen(*upgrade, env=faults)
+    assert upgrading.stdout is not None
+    lines: list[str] = []
+    while not lines or not lines[-1].startswith("Savepoint completed."):
+        lines.append(upgrading.stdout.readline())
+        assert lines[-1], ("".join(lines), upgrading.communicate(timeout=60))
+    produce(kafka_broker, source, orders(20, 20))  # the new program's first batch
+    rest, errors = upgrading.communicate(timeout=600)
+    output = "".join(lines) + rest
+    assert upgrading.returncode == 1, (output, errors)
+    unstable = UNSTABLE.search(output)
+    assert unstable and unstable["old"] == job, (output, errors)
+    new = unstable["new"]
+    assert f"(query {query.name} batch {batch}, planned and maybe in Kafka)" in unstable["reason"]
+    assert "that a rollback would have to undo" in unstable["reason"]
+    assert SUBMITTED.findall(output) == [new] and "rolled back" not in output, "no rollback"
+    env.wait_for_state(new, ["FAILED"])
+    listed = {j["jid"]: j for j in env.list_jobs()}
+    assert listed[job]["state"] == "FINISHED" and listed[new]["state"] == "FAILED", listed
+    # the batch partly in Kafka: a partition's transaction committed or not, the killed
+    # one's record in the log and not committed
+    committed = {value for *_, value in consume_all(kafka_broker, sink, 20, timeout=15)}
+    assert expected_values(20) <= committed < expected_values(40), committed
+    written = consume_all(kafka_broker, sink, 21, timeout=15, isolation="read_uncommitted")
+    assert {value for *_, value in written} - committed, "a record of the killed transaction"
+
+    # resumed from the failed job's checkpoints with the previous program, as the line says
+    resume = ("run", "-d", "-s", unstable["dir"], *settings, JOB, *tail)
+    resumed = job_id_of(env.run(*resume, check=True).stdout)
+    produce(kafka_broker, source, orders(40, 10))
+    found = read_until(kafka_broker, sink, expected_values(50))
+    env.run("cancel", resumed, check=True)
+    seen = collections.Counter(value for *_, value in consume_all(kafka_broker, sink, 51, 15))
+    assert set(seen) == expected_values(50) and len(found) >= 50
+    assert set(seen.values()) == {1}, {v: n for v, n in seen.items() if n > 1}
+
+
+def test_an_upgrade_failing_in_the_batch_its_state_planned_rolls_back_and_writes_it_once(
+    flinkish_env: FlinkishEnv, kafka_broker: KafkaBroker
+) -> None:
+    """The rule's other side: a job killed in the middle of batch 1, its one restart too, is
+    upgraded from its last state (``--upgrade-mode last-state``), whose offset log had
+    planned batch 1; the new program dies in the middle of that batch, replayed as planned,
+    so nothing it may have put in Kafka is new: the upgrade rolls back, and the previous
+    program, from the same checkpoints, writes the batch (the partitions already in Kafka
+    known by their markers); a read_committed reader reads every record exactly once."""
+    env = flinkish_env
+    source = create_topic(kafka_broker, partitions=2)
+    sink = create_topic(kafka_broker, partitions=SINK_PARTITIONS)
+    settings, tail = (*CONNECTOR, *EXACTLY_ONCE), (str(kafka_broker), source, sink)
+    one_restart = (*RESTARTS[:3], "restart-strategy.fixed-delay.attempts=1", *RESTARTS[4:])
+    killed = "kafka-sink-between-records@1:jvm"
+    produce(kafka_broker, source, orders(0, 20))
+    run = ("run", "-d", *settings, *one_restart, JOB, *tail)
+    job = job_id_of(env.run(*run, check=True, env={FAULT: f"{killed},{killed}"}).stdout)
+    read_until(kafka_broker, sink, expected_values(20))  # batch 0
+    produce(kafka_broker, source, orders(20, 20))  # batch 1: the job and its restart killed
+    env.wait_for_state(job, ["FAILED"], timeout=400)
+    (query,) = [p for p in (env.checkpoints / job).iterdir() if (p / "offsets").is_dir()]
+    assert (query / "offsets" / "1").exists() and not (query / "commits" / "1").exists()
+
+    program = (JOBS / "kafka_to_kafka.py").read_text()
+    version_2 = env.root / "kafka_to_kafka_v2.py"
+    version_2.write_text(program.replace('appName("kafka-to-kafka")', 'appName("orders v2")'))
+    readiness = ("-D", "flinkish.upgrade.readiness.timeout=4 min")
+    upgrade = ("upgrade", "--upgrade-mode", "last-state", *readiness, *settings)
+    # the rollback job, started by the same command, meets the fault once too: its restart
+    # strategy (the previous program's) takes it on
+    failed = env.run(*upgrade, job, str(version_2), *tail, env={FAULT: killed}, timeout=600)
+    rolled = ROLLED_BACK_LAST_STATE.search(failed.stdout)
+    assert failed.returncode == 1 and rolled and rolled["old"] == job, failed
+    assert rolled["prog"] == JOB and rolled["dir"].rstrip("/") == str(env.checkpoints / job)
+    assert "ended FAILED" in rolled["reason"] and "a rollback would" not in rolled["reason"]
+    assert SUBMITTED.findall(failed.stdout) == [rolled["new"], rolled["back"]]
+    listed = {j["jid"]: j for j in env.list_jobs()}
+    assert listed[job]["state"] == "FAILED" and listed[rolled["new"]]["state"] == "FAILED"
+    wait_running(env, rolled["back"])
+    produce(kafka_broker, source, orders(40, 10))
+    read_until(kafka_broker, sink, expected_values(50))
+    env.run("cancel", rolled["back"], check=True)
+    seen = collections.Counter(value for *_, value in consume_all(kafka_broker, sink, 51, 15))
+    assert set(seen) == expected_values(50)
+    assert set(seen.values()) == {1}, {v: n for v, n in seen.items() if n > 1}
+    written = consume_all(kafka_broker, sink, 51, timeout=15, isolation="read_uncommitted")
+    assert max(collections.Counter(v for *_, v in written).values()) > 1, "killed mid-batch"
 
 
 def parallelism(env: FlinkishEnv, job: str) -> int:
