@@ -45,8 +45,12 @@ def wire(name: str, *types: type) -> Any:
 class RequestBody:
     """A message's body: a frozen dataclass whose fields are declared with :func:`wire`."""
 
-    #: the body's name in errors: Flink's class name, or flinkish's own
+    #: the body's name in errors: its class's name (Flink's, or flinkish's own)
     NAME: ClassVar[str] = "RequestBody"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.NAME = cls.__name__
 
     @classmethod
     def wire_names(cls) -> dict[str, str]:
@@ -91,7 +95,6 @@ class RequestBody:
 class CheckpointTriggerRequestBody(RequestBody):
     """``POST /jobs/:jobid/checkpoints``."""
 
-    NAME: ClassVar[str] = "CheckpointTriggerRequestBody"
     checkpoint_type: str | None = wire("checkpointType", str)
     trigger_id: str | None = wire("triggerId", str)
 
@@ -100,7 +103,6 @@ class CheckpointTriggerRequestBody(RequestBody):
 class StopWithSavepointRequestBody(RequestBody):
     """``POST /jobs/:jobid/stop``."""
 
-    NAME: ClassVar[str] = "StopWithSavepointRequestBody"
     target_directory: str | None = wire("targetDirectory", str)
     drain: bool | None = wire("drain", bool)
     format_type: str | None = wire("formatType", str)
@@ -111,7 +113,6 @@ class StopWithSavepointRequestBody(RequestBody):
 class SavepointTriggerRequestBody(RequestBody):
     """``POST /jobs/:jobid/savepoints`` (``cancel-job``: cancel the job after the savepoint)."""
 
-    NAME: ClassVar[str] = "SavepointTriggerRequestBody"
     target_directory: str | None = wire("target-directory", str)
     cancel_job: bool | None = wire("cancel-job", bool)
     format_type: str | None = wire("formatType", str)
@@ -122,7 +123,6 @@ class SavepointTriggerRequestBody(RequestBody):
 class SavepointDisposalRequest(RequestBody):
     """``POST /savepoint-disposal``."""
 
-    NAME: ClassVar[str] = "SavepointDisposalRequest"
     savepoint_path: str | None = wire("savepoint-path", str)
 
 
@@ -130,7 +130,6 @@ class SavepointDisposalRequest(RequestBody):
 class TriggerResponse(RequestBody):
     """The answer to every trigger: the trigger's id, to poll its status with."""
 
-    NAME: ClassVar[str] = "TriggerResponse"
     request_id: str | None = wire("request-id", str)
 
 
@@ -144,7 +143,6 @@ COMPLETED = "COMPLETED"
 class QueueStatus(RequestBody):
     """An operation's ``status``: ``{"id": "IN_PROGRESS" | "COMPLETED"}``."""
 
-    NAME: ClassVar[str] = "QueueStatus"
     id: str | None = wire("id", str)
 
 
@@ -154,14 +152,11 @@ class AsynchronousOperationInfo(RequestBody):
     answers a failed operation with an error (HTTP 500) instead, and a client reads Flink's
     ``failure-cause`` as a field it does not declare."""
 
-    NAME: ClassVar[str] = "AsynchronousOperationInfo"
-
 
 @dataclasses.dataclass(frozen=True)
 class SavepointInfo(RequestBody):
     """What a finished savepoint (or stop with a savepoint) gives: its location."""
 
-    NAME: ClassVar[str] = "SavepointInfo"
     location: str | None = wire("location", str)
 
 
@@ -169,7 +164,6 @@ class SavepointInfo(RequestBody):
 class CheckpointInfo(RequestBody):
     """What a finished checkpoint gives: its id."""
 
-    NAME: ClassVar[str] = "CheckpointInfo"
     checkpoint_id: int | None = wire("checkpointId", int)
 
 
@@ -177,7 +171,6 @@ class CheckpointInfo(RequestBody):
 class RescaleInfo(RequestBody):
     """What a finished rescale gives (flinkish's own): the savepoint it restarted from."""
 
-    NAME: ClassVar[str] = "RescaleInfo"
     savepoint: str | None = wire("savepoint", str)
 
 
@@ -186,7 +179,6 @@ class AsynchronousOperationResult(RequestBody):
     """The answer to a trigger's status: ``{"status": {"id": ...}, "operation": {...}}``,
     the operation's information (one of the classes above) once it is COMPLETED."""
 
-    NAME: ClassVar[str] = "AsynchronousOperationResult"
     status: dict[str, Any] | None = wire("status", dict)
     operation: dict[str, Any] | None = wire("operation", dict)
 
@@ -216,6 +208,5 @@ class AsynchronousOperationResult(RequestBody):
 class JarUpload(RequestBody):
     """``POST /flinkish/jars/upload``: a program's zip, base64-encoded, and its name."""
 
-    NAME: ClassVar[str] = "JarUpload"
     name: str | None = wire("name", str)
     archive: str | None = wire("archive", str)
